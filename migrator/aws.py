@@ -1,0 +1,166 @@
+"""The one place that builds boto3 clients and the one place botocore errors become ours.
+
+Clients are cached per process and per `ClientSpec`, so the tasks an executor's Python
+worker runs reuse one connection pool. Retries use botocore's adaptive mode (exponential
+back-off with jitter plus client-side rate limiting after throttling); the number of
+retries a call needed is read from its response, so summaries can count them.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+import boto3
+import botocore.exceptions as bx
+from botocore.config import Config
+from botocore.credentials import RefreshableCredentials
+from botocore.session import get_session
+
+from migrator.connection import ClientSpec
+from migrator import errors
+
+_clients: dict[tuple[ClientSpec, str], Any] = {}
+_clients_lock = threading.Lock()
+
+# Error codes, grouped by what the user or a retry loop can do about them.
+_CREDENTIAL_CODES = {
+    "UnrecognizedClientException",
+    "InvalidClientTokenId",
+    "InvalidSignatureException",
+    "SignatureDoesNotMatch",
+    "ExpiredTokenException",
+    "ExpiredToken",
+    "MissingAuthenticationToken",
+    "IncompleteSignature",
+}
+_DENIED_CODES = {"AccessDeniedException", "AccessDenied", "UnauthorizedOperation"}
+_TRANSIENT_CODES = {
+    "ProvisionedThroughputExceededException",
+    "ThrottlingException",
+    "Throttling",
+    "RequestLimitExceeded",
+    "LimitExceededException",
+    "InternalServerError",
+    "InternalFailure",
+    "ServiceUnavailable",
+    "ServiceUnavailableException",
+    "TransactionInProgressException",
+}
+_NOT_FOUND_CODES = {"ResourceNotFoundException", "TableNotFoundException", "NoSuchBucket", "NoSuchKey"}
+
+
+def client(spec: ClientSpec, service: str = "dynamodb") -> Any:
+    """A cached boto3 client for `service` at the endpoint `spec` describes."""
+    key = (spec, service)
+    with _clients_lock:
+        cached = _clients.get(key)
+        if cached is None:
+            cached = _clients[key] = _build_client(spec, service)
+        return cached
+
+
+def _build_client(spec: ClientSpec, service: str) -> Any:
+    session = _session(spec)
+    return session.client(service, endpoint_url=spec.endpoint_url, config=_botocore_config(spec))
+
+
+def _botocore_config(spec: ClientSpec) -> Config:
+    return Config(
+        region_name=spec.region,
+        retries={"mode": "adaptive", "max_attempts": spec.max_attempts},
+        max_pool_connections=spec.max_pool_connections,
+        connect_timeout=spec.connect_timeout_seconds,
+        read_timeout=spec.read_timeout_seconds,
+        tcp_keepalive=True,
+        user_agent_extra="dynamodb-migrator",
+    )
+
+
+def _session(spec: ClientSpec) -> boto3.session.Session:
+    """Explicit keys, else the default credential chain; then assume the role if asked."""
+    base = boto3.session.Session(
+        aws_access_key_id=spec.access_key.reveal() if spec.access_key else None,
+        aws_secret_access_key=spec.secret_key.reveal() if spec.secret_key else None,
+        aws_session_token=spec.session_token.reveal() if spec.session_token else None,
+        region_name=spec.region,
+    )
+    if not spec.role_arn:
+        return base
+    sts = base.client("sts", endpoint_url=spec.endpoint_url, config=_botocore_config(spec))
+
+    def fetch() -> dict[str, str]:
+        creds = sts.assume_role(RoleArn=spec.role_arn, RoleSessionName=spec.role_session_name)
+        creds = creds["Credentials"]
+        return {
+            "access_key": creds["AccessKeyId"],
+            "secret_key": creds["SecretAccessKey"],
+            "token": creds["SessionToken"],
+            "expiry_time": creds["Expiration"].isoformat(),
+        }
+
+    # Refreshable, so a replication running for days outlives the role's one-hour session.
+    botocore_session = get_session()
+    botocore_session._credentials = RefreshableCredentials.create_from_metadata(
+        metadata=fetch(), refresh_using=fetch, method="assume-role"
+    )
+    return boto3.session.Session(botocore_session=botocore_session, region_name=spec.region)
+
+
+def retries_of(response: dict[str, Any]) -> int:
+    """How many retries botocore needed for this response (0 when it succeeded at once)."""
+    return int(response.get("ResponseMetadata", {}).get("RetryAttempts", 0))
+
+
+@contextmanager
+def translated(action: str, resource: str) -> Iterator[None]:
+    """Run AWS calls, turning botocore's exceptions into migrator errors that say what failed."""
+    try:
+        yield
+    except (bx.BotoCoreError, bx.ClientError) as exc:
+        raise translate_error(exc, action, resource) from exc
+
+
+def translate_error(exc: Exception, action: str, resource: str) -> errors.MigratorError:
+    """Map a botocore exception to the migrator error that tells the user what to do."""
+    if isinstance(exc, bx.ClientError):
+        return _translate_client_error(exc, action, resource)
+    if isinstance(exc, (bx.EndpointConnectionError, bx.ConnectTimeoutError)):
+        return errors.EndpointUnreachable(
+            action, resource, f"cannot connect to {_endpoint_of(exc)}: check the endpoint and network"
+        )
+    if isinstance(exc, (bx.ConnectionClosedError, bx.ReadTimeoutError, bx.HTTPClientError)):
+        return errors.EndpointUnreachable(action, resource, f"the connection failed: {exc}")
+    if isinstance(exc, bx.NoCredentialsError):
+        return errors.InvalidCredentials(
+            action,
+            resource,
+            "no AWS credentials found: set credentials.accessKey/secretKey in the config, "
+            "or configure the default chain (environment, profile, instance role)",
+        )
+    if isinstance(exc, bx.NoRegionError):
+        return errors.ConfigError("region", f"{action} {resource}: no AWS region: set region in the config or AWS_REGION")
+    return errors.AwsRequestFailed(action, resource, f"{type(exc).__name__}: {exc}")
+
+
+def _translate_client_error(exc: bx.ClientError, action: str, resource: str) -> errors.MigratorError:
+    error = exc.response.get("Error", {})
+    code = str(error.get("Code", ""))
+    message = str(error.get("Message", "")) or code
+    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+    if code in _CREDENTIAL_CODES:
+        return errors.InvalidCredentials(
+            action, resource, f"the endpoint rejected the credentials ({code}): check credentials in the config or the default chain", code
+        )
+    if code in _DENIED_CODES:
+        return errors.AccessDenied(action, resource, f"access denied ({code}): {message}; grant the permission to these credentials", code)
+    if code in _NOT_FOUND_CODES:
+        return errors.ResourceNotFound(action, resource, f"not found ({code})", code)
+    if code in _TRANSIENT_CODES or status >= 500:
+        return errors.TransientAwsError(action, resource, f"{code or status}: {message}; retries exhausted", code)
+    return errors.AwsRequestFailed(action, resource, f"{code}: {message}", code)
+
+
+def _endpoint_of(exc: Exception) -> str:
+    return str(getattr(exc, "kwargs", {}).get("endpoint_url", "the endpoint"))

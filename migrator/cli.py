@@ -1,0 +1,68 @@
+"""Command line: `jobs/migrate.py --config FILE`; one clear line and an exit code on failure.
+
+Exit codes: 0 done, 1 the migration failed while running, 2 bad input (config, tables,
+credentials, endpoints) found before anything was written, 130 interrupted (Ctrl+C).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from migrator import __version__
+from migrator.config import load_config
+from migrator.errors import MigratorError
+from migrator.spark import create_session
+
+log = logging.getLogger("migrator")
+
+EXIT_INTERRUPTED = 130
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse_args(argv)
+    _configure_logging(args.log_level)
+    try:
+        loaded = load_config(args.config)
+        for warning in loaded.warnings:
+            log.warning(warning)
+        from migrator import run  # imported late: a bad config must not wait for pyspark's import
+
+        def spark_factory():
+            return create_session(f"dynamodb-migrator {loaded.config.source.table} → {loaded.config.target.table}")
+
+        summary = run.migrate(loaded, spark_factory)
+    except MigratorError as exc:
+        print(f"error: {exc}", file=sys.stderr, flush=True)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(
+            "interrupted: copied segments are saved in the savepoint; rerun the same command to resume",
+            file=sys.stderr,
+            flush=True,
+        )
+        return EXIT_INTERRUPTED
+    print(summary.render(), flush=True)
+    return 0
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="migrate.py", description="Copy a DynamoDB table to DynamoDB or ScyllaDB Alternator."
+    )
+    parser.add_argument("--config", required=True, help="YAML configuration file")
+    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.add_argument("--version", action="version", version=f"dynamodb-migrator {__version__}")
+    return parser.parse_args(argv)
+
+
+def _configure_logging(level: str) -> None:
+    logging.basicConfig(
+        level=level,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    # botocore logs retries at DEBUG only; keep third-party chatter out of INFO.
+    for noisy in ("botocore", "boto3", "urllib3", "py4j"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -1,0 +1,456 @@
+"""The YAML configuration: parsed into typed, validated, secret-safe objects before any AWS call.
+
+The format is ScyllaDB Migrator's DynamoDB configuration (camelCase keys, `type: dynamodb`,
+`dynamo` or `alternator`), so an existing ScyllaDB Migrator YAML loads unchanged. Keys that
+format accepts but that have no effect here are accepted with a one-line warning
+(`COMPAT_ONLY_KEYS`); keys neither format knows are errors with a did-you-mean. Every
+error names the key path. camelCase exists only here: fields are snake_case.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass, replace
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+
+from migrator.connection import ClientSpec
+from migrator.errors import ConfigError, UnsupportedFeature
+from migrator.redact import REDACTED, Secret
+
+DYNAMODB_TYPES = ("dynamodb", "dynamo", "alternator")
+S3_EXPORT_TYPE = "dynamodb-s3-export"
+MAX_BATCH_DYNAMODB = 25  # BatchWriteItem limit on AWS
+MAX_BATCH_ALTERNATOR = 100  # Alternator accepts larger batches
+
+# Keys ScyllaDB Migrator accepts that change nothing here: (section, key) -> why.
+COMPAT_ONLY_KEYS: dict[tuple[str, str], str] = {
+    ("", "skipTokenRanges"): "token ranges apply to Cassandra sources only",
+    ("target", "scanSegments"): "the source's scanSegments decides the split",
+    ("target", "readThroughput"): "read throughput is a source setting",
+    ("target", "throughputReadPercent"): "read throughput is a source setting",
+    ("target", "maxMapTasks"): "maxMapTasks is a source setting",
+    ("savepoints", "intervalSeconds"): "progress is saved as each scan segment finishes",
+    ("validation", "compareTimestamps"): "DynamoDB items carry no writetime or TTL metadata",
+    ("validation", "ttlToleranceMillis"): "DynamoDB items carry no TTL metadata",
+    ("validation", "writetimeToleranceMillis"): "DynamoDB items carry no writetime",
+    ("validation", "timestampMsTolerance"): "applies to CQL timestamps only",
+    ("validation", "hashColumns"): "applies to MySQL validation only",
+    ("alternator", "activeRefreshIntervalMs"): "no node discovery: requests go to the endpoint",
+    ("alternator", "idleRefreshIntervalMs"): "no node discovery: requests go to the endpoint",
+    ("alternator", "datacenter"): "no node discovery: put a load balancer in front of the nodes",
+    ("alternator", "rack"): "no node discovery: put a load balancer in front of the nodes",
+    ("alternator", "compression"): "botocore does not compress DynamoDB requests",
+    ("alternator", "optimizeHeaders"): "botocore sends its standard headers",
+    ("alternator", "connectionMaxIdleTimeMs"): "botocore keeps idle connections in its pool",
+    ("alternator", "connectionTimeToLiveMs"): "botocore keeps idle connections in its pool",
+    ("alternator", "connectionAcquisitionTimeoutMs"): "botocore waits for a free pool slot",
+}
+ALTERNATOR_KEYS = frozenset(
+    {key for section, key in COMPAT_ONLY_KEYS if section == "alternator"}
+    | {"maxConnections", "connectionTimeoutMs"}
+)
+
+
+def _to_secret(value: Any) -> Any:
+    if value is None or isinstance(value, Secret):
+        return value
+    if not isinstance(value, str):
+        raise ValueError("must be a string")
+    if value == REDACTED:
+        raise ValueError(
+            "is '<redacted>': this file is a savepoint, whose credentials are removed; "
+            "put the credentials back or delete the key to use the default AWS credential chain"
+        )
+    return Secret(value)
+
+
+SecretValue = Annotated[Secret, BeforeValidator(_to_secret)]
+
+
+class _Model(BaseModel):
+    """Frozen, camelCase-aliased, and strict about unknown keys."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=True,
+        arbitrary_types_allowed=True,
+    )
+
+
+class Endpoint(_Model):
+    host: str = Field(min_length=1)
+    port: int | None = Field(default=None, ge=1, le=65535)
+
+    @property
+    def url(self) -> str:
+        """`host` may be bare or carry a scheme; bare hosts get https:// like AWS SDKs do."""
+        base = self.host.rstrip("/")
+        if "://" not in base:
+            base = f"https://{base}"
+        return f"{base}:{self.port}" if self.port else base
+
+
+class AssumeRole(_Model):
+    arn: str = Field(pattern=r"^arn:[a-z-]+:iam::\d{12}:role/.+$")
+    session_name: str = "dynamodb-migrator"
+
+
+class Credentials(_Model):
+    access_key: SecretValue | None = None
+    secret_key: SecretValue | None = None
+    session_token: SecretValue | None = None
+    assume_role: AssumeRole | None = None
+
+    @model_validator(mode="after")
+    def _keys_come_in_pairs(self) -> "Credentials":
+        if (self.access_key is None) != (self.secret_key is None):
+            raise ValueError("accessKey and secretKey must be given together")
+        if self.session_token is not None and self.access_key is None:
+            raise ValueError("sessionToken needs accessKey and secretKey")
+        return self
+
+
+class AlternatorOptions(_Model):
+    """ScyllaDB Migrator's Alternator connection settings; only two change anything here."""
+
+    model_config = ConfigDict(extra="allow")
+    max_connections: int | None = Field(default=None, ge=1)
+    connection_timeout_ms: int | None = Field(default=None, ge=1)
+
+
+class _Endpointed(_Model):
+    """Endpoint, region and credentials: shared by every source and target block."""
+
+    type: str
+    table: str = Field(min_length=3, max_length=255, pattern=r"^[a-zA-Z0-9_.\-]+$")
+    region: str | None = None
+    endpoint: Endpoint | None = None
+    credentials: Credentials | None = None
+    remove_consumed_capacity: bool | None = None
+    alternator: AlternatorOptions | None = None
+
+    @property
+    def is_alternator(self) -> bool:
+        return self.type == "alternator"
+
+    @property
+    def strips_consumed_capacity(self) -> bool:
+        """ScyllaDB Migrator strips ReturnConsumedCapacity for Alternator by default."""
+        if self.remove_consumed_capacity is not None:
+            return self.remove_consumed_capacity
+        return self.is_alternator
+
+    @model_validator(mode="after")
+    def _alternator_needs_endpoint(self):
+        if self.is_alternator and self.endpoint is None:
+            raise ValueError("type 'alternator' needs an endpoint: {host: http://..., port: 8000}")
+        if self.credentials and self.credentials.assume_role and not self.region:
+            raise ValueError("region is required with credentials.assumeRole")
+        return self
+
+    def client_spec(self, label: str) -> ClientSpec:
+        """The picklable connection description executors build clients from."""
+        creds = self.credentials or Credentials()
+        region = self.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+        if region is None and self.endpoint is not None:
+            region = "us-east-1"  # custom endpoints ignore the region, but botocore needs one
+        options = self.alternator or AlternatorOptions()
+        spec = ClientSpec(
+            label=label,
+            endpoint_url=self.endpoint.url if self.endpoint else None,
+            region=region,
+            access_key=creds.access_key,
+            secret_key=creds.secret_key,
+            session_token=creds.session_token,
+            role_arn=creds.assume_role.arn if creds.assume_role else None,
+            role_session_name=(
+                creds.assume_role.session_name if creds.assume_role else "dynamodb-migrator"
+            ),
+        )
+        if options.max_connections:
+            spec = replace(spec, max_pool_connections=options.max_connections)
+        if options.connection_timeout_ms:
+            spec = replace(spec, connect_timeout_seconds=options.connection_timeout_ms / 1000)
+        return spec
+
+
+class DynamoSource(_Endpointed):
+    type: Literal["dynamodb", "dynamo", "alternator"]
+    scan_segments: int | None = Field(default=None, ge=1, le=1_000_000)
+    read_throughput: int | None = Field(default=None, ge=1)
+    throughput_read_percent: float = Field(default=0.5, ge=0.1, le=1.5)
+    max_map_tasks: int | None = Field(default=None, ge=1)
+    consistent_read: bool = False
+    # Expired items (TTL in the past, not yet deleted by DynamoDB) are skipped unless true.
+    copy_expired_items: bool = False
+
+
+class DynamoTarget(_Endpointed):
+    type: Literal["dynamodb", "dynamo", "alternator"]
+    write_throughput: int | None = Field(default=None, ge=1)
+    throughput_write_percent: float = Field(default=0.5, ge=0.1, le=1.5)
+    billing_mode: Literal["PROVISIONED", "PAY_PER_REQUEST"] | None = None
+    stream_changes: bool | dict[str, Any] = False
+    skip_initial_snapshot_transfer: bool = False
+    max_items_per_batch: int | None = Field(default=None, ge=1)
+
+    @property
+    def batch_size(self) -> int:
+        if self.max_items_per_batch:
+            return self.max_items_per_batch
+        return MAX_BATCH_DYNAMODB
+
+    @model_validator(mode="after")
+    def _batch_within_limit(self) -> "DynamoTarget":
+        limit = MAX_BATCH_ALTERNATOR if self.is_alternator else MAX_BATCH_DYNAMODB
+        if self.max_items_per_batch and self.max_items_per_batch > limit:
+            raise ValueError(
+                f"maxItemsPerBatch is {self.max_items_per_batch}, but type {self.type!r} "
+                f"accepts at most {limit} items per BatchWriteItem"
+            )
+        return self
+
+
+class Rename(_Model):
+    from_: str = Field(alias="from", min_length=1)
+    to: str = Field(min_length=1)
+
+
+class Savepoints(_Model):
+    path: str = "./savepoints"
+
+
+class Validation(_Model):
+    failures_to_fetch: int = Field(default=100, ge=0)
+    floating_point_tolerance: float = Field(default=0.001, ge=0)
+    copy_missing_rows: bool = False
+
+
+class MigratorConfig(_Model):
+    source: DynamoSource
+    target: DynamoTarget
+    renames: list[Rename] = Field(default_factory=list)
+    savepoints: Savepoints = Field(default_factory=Savepoints)
+    skip_segments: list[Annotated[int, Field(ge=0)]] = Field(default_factory=list)
+    validation: Validation | None = None
+    checkpoint_location: str | None = None
+
+    @field_validator("renames")
+    @classmethod
+    def _renames_are_a_mapping(cls, renames: list[Rename]) -> list[Rename]:
+        sources = [r.from_ for r in renames]
+        targets = [r.to for r in renames]
+        for names, side in ((sources, "from"), (targets, "to")):
+            dupes = sorted({n for n in names if names.count(n) > 1})
+            if dupes:
+                raise ValueError(f"the same {side!r} name appears twice: {', '.join(dupes)}")
+        return renames
+
+    @model_validator(mode="after")
+    def _skip_segments_within_scan(self) -> "MigratorConfig":
+        total = self.source.scan_segments
+        if self.skip_segments and total is None:
+            raise ValueError(
+                "skipSegments needs source.scanSegments: the segment numbers mean nothing "
+                "without the segment count they were made with"
+            )
+        if total is not None:
+            outside = sorted(s for s in self.skip_segments if s >= total)
+            if outside:
+                raise ValueError(
+                    f"skipSegments {outside} are not below source.scanSegments ({total})"
+                )
+        return self
+
+    @property
+    def rename_map(self) -> dict[str, str]:
+        return {r.from_: r.to for r in self.renames}
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    """A validated config, the raw YAML it came from (for savepoints) and its warnings."""
+
+    config: MigratorConfig
+    raw: dict[str, Any]
+    path: str
+    warnings: tuple[str, ...]
+
+
+def load_config(path: str) -> LoadedConfig:
+    """Read, parse and validate a config file; raise ConfigError naming the key path."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError as exc:
+        raise ConfigError("", f"cannot read the config file: {exc.strerror}", path) from None
+    return parse_config(text, path)
+
+
+def parse_config(text: str, path: str = "<config>") -> LoadedConfig:
+    """Validate YAML text; see `load_config`."""
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or "malformed YAML"
+        raise ConfigError("", f"not valid YAML{where}: {problem}", path) from None
+    if not isinstance(raw, dict):
+        raise ConfigError("", "the file must be a YAML mapping with source and target", path)
+    warnings: list[str] = []
+    cleaned = _strip_compat_keys(raw, warnings)
+    _refuse_unsupported(cleaned, path)
+    try:
+        config = MigratorConfig.model_validate(cleaned)
+    except ValidationError as exc:
+        raise _to_config_error(exc, path) from None
+    return LoadedConfig(config=config, raw=raw, path=path, warnings=tuple(warnings))
+
+
+def _strip_compat_keys(raw: dict[str, Any], warnings: list[str]) -> dict[str, Any]:
+    """Drop ScyllaDB-only keys with a warning; gather Alternator keys into `alternator`."""
+    cleaned = dict(raw)
+    _drop_compat(cleaned, "", "", warnings)
+    for section in ("source", "target"):
+        block = cleaned.get(section)
+        if not isinstance(block, dict):
+            continue
+        block = dict(block)
+        _drop_compat(block, section, section, warnings)
+        if block.get("type") == "alternator":
+            nested = dict(block.get("alternator") or {})
+            for key in [k for k in block if k in ALTERNATOR_KEYS]:
+                nested[key] = block.pop(key)
+            if nested:
+                block["alternator"] = nested
+        if isinstance(block.get("alternator"), dict):
+            nested = dict(block["alternator"])
+            _drop_compat(nested, "alternator", f"{section}.alternator", warnings)
+            block["alternator"] = nested
+        cleaned[section] = block
+    for section in ("validation", "savepoints"):
+        if isinstance(cleaned.get(section), dict):
+            block = dict(cleaned[section])
+            _drop_compat(block, section, section, warnings)
+            cleaned[section] = block
+    return cleaned
+
+
+def _drop_compat(block: dict[str, Any], section: str, path: str, warnings: list[str]) -> None:
+    for key in list(block):
+        reason = COMPAT_ONLY_KEYS.get((section, key))
+        if reason:
+            block.pop(key)
+            where = f"{path}.{key}" if path else key
+            warnings.append(f"config: {where} is accepted for compatibility and ignored: {reason}")
+
+
+def _refuse_unsupported(cleaned: dict[str, Any], path: str) -> None:
+    """Valid ScyllaDB Migrator features this version does not run: say so, by key."""
+    source = cleaned.get("source")
+    if isinstance(source, dict) and source.get("type") == S3_EXPORT_TYPE:
+        raise UnsupportedFeature(
+            "reading a DynamoDB S3 export", "source.type", "copy from the live table with type: dynamodb"
+        )
+    target = cleaned.get("target")
+    if isinstance(target, dict) and target.get("type") == S3_EXPORT_TYPE:
+        raise UnsupportedFeature(
+            "writing a DynamoDB S3 export", "target.type", "write to a table with type: dynamodb or alternator"
+        )
+
+
+# ---- turning pydantic's errors into one line a user can act on ----
+
+
+def _to_config_error(exc: ValidationError, path: str) -> ConfigError:
+    error = _most_useful(exc.errors())
+    return ConfigError(_key_path(error["loc"]), _reason(error), path)
+
+
+def _most_useful(errors: list[dict[str, Any]]) -> dict[str, Any]:
+    """Unknown and missing keys first: they usually explain the other errors."""
+    rank = {"extra_forbidden": 0, "missing": 1}
+    return sorted(errors, key=lambda e: rank.get(e["type"], 2))[0]
+
+
+def _key_path(loc: tuple[Any, ...]) -> str:
+    parts: list[str] = []
+    for part in loc:
+        if isinstance(part, int):
+            parts[-1] = f"{parts[-1]}[{part}]" if parts else f"[{part}]"
+        else:
+            parts.append(to_camel(part) if part != "from_" else "from")
+    return ".".join(parts)
+
+
+def _reason(error: dict[str, Any]) -> str:
+    kind = error["type"]
+    ctx = error.get("ctx") or {}
+    got = error.get("input")
+    if kind == "extra_forbidden":
+        return "unknown key" + _did_you_mean(error["loc"])
+    if kind == "missing":
+        return "required key is missing"
+    if kind == "literal_error":
+        return f"must be one of {ctx.get('expected')} (got {got!r})"
+    if kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
+        bounds = {
+            "greater_than_equal": f"at least {ctx.get('ge')}",
+            "less_than_equal": f"at most {ctx.get('le')}",
+            "greater_than": f"more than {ctx.get('gt')}",
+            "less_than": f"less than {ctx.get('lt')}",
+        }
+        return f"must be {bounds[kind]} (got {got!r})"
+    if kind == "string_pattern_mismatch":
+        return f"{got!r} does not match the expected form {ctx.get('pattern')}"
+    if kind in ("int_parsing", "int_type", "float_parsing", "float_type", "bool_parsing"):
+        wanted = {"int": "a whole number", "float": "a number", "bool": "true or false"}
+        return f"must be {wanted[kind.split('_')[0]]} (got {got!r})"
+    if kind == "value_error":
+        return str(ctx.get("error", error["msg"]))
+    return f"{error['msg']} (got {got!r})"
+
+
+def _did_you_mean(loc: tuple[Any, ...]) -> str:
+    """Suggest the closest known key at the location of an unknown one."""
+    *parents, unknown = [p for p in loc if not isinstance(p, int)]
+    model: Any = MigratorConfig
+    for part in parents:
+        field = model.model_fields.get(part)
+        model = _model_of(field.annotation) if field else None
+        if model is None:
+            return ""
+    known = [f.alias or name for name, f in model.model_fields.items()]
+    known = [to_camel(k) if "_" in k and k != "from_" else k for k in known]
+    if parents == [] or parents[-1] in ("source", "target", "validation", "savepoints"):
+        section = parents[-1] if parents else ""
+        known += [key for (sect, key) in COMPAT_ONLY_KEYS if sect == section]
+    close = difflib.get_close_matches(str(unknown), known, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(sorted(known))}"
+
+
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model inside an annotation such as `X | None` or `list[X]`."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = _model_of(arg)
+        if found is not None:
+            return found
+    return None

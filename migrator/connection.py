@@ -1,0 +1,40 @@
+"""What it takes to reach one AWS-compatible endpoint, as a small picklable value.
+
+Executors receive a `ClientSpec` inside each task and build their own boto3 clients from
+it (see `migrator.aws`), so the spec holds only plain values and `Secret`s: nothing that
+needs pydantic or boto3 to unpickle.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from migrator.redact import Secret
+
+
+@dataclass(frozen=True)
+class ClientSpec:
+    """Endpoint, region and credentials for one side (source or target) of a migration."""
+
+    label: str  # "source" or "target": used in error messages
+    endpoint_url: str | None = None
+    region: str | None = None
+    access_key: Secret | None = None
+    secret_key: Secret | None = None
+    session_token: Secret | None = None
+    role_arn: str | None = None
+    role_session_name: str = "dynamodb-migrator"
+    max_pool_connections: int = 32
+    connect_timeout_seconds: float = 10.0
+    read_timeout_seconds: float = 60.0
+    # Adaptive retries: attempts per call, including the first (botocore's max_attempts).
+    max_attempts: int = 10
+
+    @property
+    def where(self) -> str:
+        """Human-readable location of the endpoint, for messages."""
+        return self.endpoint_url or f"AWS region {self.region or '(default)'}"
+
+    def for_control_plane(self) -> "ClientSpec":
+        """A variant for the driver's start-up checks: fail fast on an unreachable endpoint."""
+        return replace(self, max_attempts=3, connect_timeout_seconds=5.0, read_timeout_seconds=30.0)

@@ -1,0 +1,130 @@
+"""The DynamoDB item in wire form (`{"name": {"S": "..."}}`), kept as it is end to end.
+
+Items are never turned into Python numbers, floats or Spark rows: a 38-digit `N`, a set or a
+binary value goes from Scan to BatchWriteItem exactly as the service sent it. This module
+holds the few operations on that form: size, renames, TTL expiry, DynamoDB JSON.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from decimal import Decimal, InvalidOperation
+from typing import Any, Mapping
+
+Item = dict[str, dict[str, Any]]
+
+# DynamoDB stops deleting items whose TTL is more than five years in the past, so such an
+# item is live data forever. (Developer Guide, "Using time to live (TTL) in DynamoDB")
+TTL_IGNORED_AFTER_SECONDS = 5 * 365 * 24 * 3600
+
+
+def item_size_bytes(item: Mapping[str, Mapping[str, Any]]) -> int:
+    """The item's size as DynamoDB counts it for capacity units.
+
+    Names count their UTF-8 bytes; values follow the Developer Guide's "Item sizes and
+    formats": strings by UTF-8 bytes, numbers by about one byte per two significant
+    digits plus one, binary by length, containers 3 bytes plus 1 per element.
+    """
+    return sum(len(name.encode("utf-8")) + _value_size(value) for name, value in item.items())
+
+
+def _value_size(value: Mapping[str, Any]) -> int:
+    (kind, payload), = value.items()
+    if kind == "S":
+        return len(payload.encode("utf-8"))
+    if kind == "N":
+        return _number_size(payload)
+    if kind == "B":
+        return len(payload)
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind == "SS":
+        return sum(len(s.encode("utf-8")) for s in payload)
+    if kind == "NS":
+        return sum(_number_size(n) for n in payload)
+    if kind == "BS":
+        return sum(len(b) for b in payload)
+    if kind == "L":
+        return 3 + sum(1 + _value_size(v) for v in payload)
+    if kind == "M":
+        return 3 + sum(1 + len(k.encode("utf-8")) + _value_size(v) for k, v in payload.items())
+    raise ValueError(f"unknown DynamoDB attribute type {kind!r}")
+
+
+def _number_size(number: str) -> int:
+    digits = number.lstrip("+-").replace(".", "").split("e")[0].split("E")[0].strip("0")
+    return math.ceil(max(len(digits), 1) / 2) + 1
+
+
+def rename_attributes(item: Item, renames: Mapping[str, str]) -> Item:
+    """Rename top-level attributes; values are untouched."""
+    if not renames:
+        return item
+    return {renames.get(name, name): value for name, value in item.items()}
+
+
+def is_expired(item: Item, ttl_attribute: str | None, now_seconds: float) -> bool:
+    """True when the item's TTL is an epoch-seconds number in the past that DynamoDB will act on.
+
+    Items without the attribute, or with a non-numeric one, are never expired (DynamoDB
+    ignores them too), and neither are items more than five years past their TTL.
+    """
+    if not ttl_attribute:
+        return False
+    value = item.get(ttl_attribute)
+    if not value or "N" not in value:
+        return False
+    try:
+        expires_at = Decimal(value["N"])
+    except InvalidOperation:
+        return False
+    return now_seconds - TTL_IGNORED_AFTER_SECONDS <= expires_at < Decimal(str(now_seconds))
+
+
+def key_of(item: Item, key_names: tuple[str, ...]) -> tuple:
+    """A hashable identity of the item's primary key, in wire form."""
+    return tuple(tuple(sorted((k, _hashable(v)) for k, v in item[name].items())) for name in key_names)
+
+
+def _hashable(payload: Any) -> Any:
+    return bytes(payload) if isinstance(payload, (bytes, bytearray)) else payload
+
+
+# ---- DynamoDB JSON: the wire form with binary as base64, as exports and fixtures store it ----
+
+
+def to_dynamodb_json(item: Item) -> dict[str, Any]:
+    """Wire-form item to DynamoDB JSON (binary values base64-encoded)."""
+    return {name: _encode_value(value) for name, value in item.items()}
+
+
+def from_dynamodb_json(document: Mapping[str, Any]) -> Item:
+    """DynamoDB JSON to a wire-form item (binary values decoded to bytes)."""
+    return {name: _decode_value(value) for name, value in document.items()}
+
+
+def _encode_value(value: Mapping[str, Any]) -> dict[str, Any]:
+    (kind, payload), = value.items()
+    if kind == "B":
+        return {"B": base64.b64encode(payload).decode("ascii")}
+    if kind == "BS":
+        return {"BS": [base64.b64encode(b).decode("ascii") for b in payload]}
+    if kind == "L":
+        return {"L": [_encode_value(v) for v in payload]}
+    if kind == "M":
+        return {"M": {k: _encode_value(v) for k, v in payload.items()}}
+    return {kind: payload}
+
+
+def _decode_value(value: Mapping[str, Any]) -> dict[str, Any]:
+    (kind, payload), = value.items()
+    if kind == "B":
+        return {"B": base64.b64decode(payload)}
+    if kind == "BS":
+        return {"BS": [base64.b64decode(b) for b in payload]}
+    if kind == "L":
+        return {"L": [_decode_value(v) for v in payload]}
+    if kind == "M":
+        return {"M": {k: _decode_value(v) for k, v in payload.items()}}
+    return {kind: payload}

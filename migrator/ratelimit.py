@@ -1,0 +1,48 @@
+"""A token bucket in capacity units per second, paid after the fact from ConsumedCapacity.
+
+DynamoDB tells what a Scan page or a BatchWriteItem cost only in its response, so callers
+`spend()` what a call consumed and the next `wait()` sleeps until the debt is repaid.
+One bucket per task: the plan divides the table-wide rate among concurrent tasks.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+
+class CapacityLimiter:
+    """Keeps the long-run spend at or below `units_per_second` (None: unlimited)."""
+
+    def __init__(self, units_per_second: float | None, burst_seconds: float = 1.0):
+        self.units_per_second = units_per_second
+        self._capacity = (units_per_second or 0) * burst_seconds
+        self._tokens = self._capacity
+        self._updated = time.monotonic()
+        self._lock = threading.Lock()
+        self.waited_seconds = 0.0
+
+    def wait(self) -> None:
+        """Block until the bucket is out of debt."""
+        if not self.units_per_second:
+            return
+        with self._lock:
+            self._refill()
+            deficit = -self._tokens
+        if deficit > 0:
+            pause = deficit / self.units_per_second
+            self.waited_seconds += pause
+            time.sleep(pause)
+
+    def spend(self, units: float) -> None:
+        """Record capacity a call consumed."""
+        if not self.units_per_second:
+            return
+        with self._lock:
+            self._refill()
+            self._tokens -= units
+
+    def _refill(self) -> None:
+        now = time.monotonic()
+        self._tokens = min(self._capacity, self._tokens + (now - self._updated) * self.units_per_second)
+        self._updated = now

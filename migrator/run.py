@@ -1,0 +1,148 @@
+"""The one place that orders the phases of a migration and dispatches on what the config asks.
+
+Order matters for "nothing written on bad input": every check that can fail (source
+table, target schema, savepoint directory, credentials, endpoints) runs before the
+Spark session starts and before the target table is created.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Callable
+
+from pyspark.sql import SparkSession
+
+from migrator import aws
+from migrator.config import LoadedConfig, MigratorConfig
+from migrator.errors import SourceTableNotFound, UnsupportedFeature
+from migrator.plan import SnapshotPlan, plan_snapshot, planned_units
+from migrator.progress import ProgressReporter, SnapshotSummary
+from migrator.savepoints import SavepointStore, SnapshotProgress, resume_point
+from migrator.segment_copy import SegmentOutcome, SegmentTask
+from migrator.snapshot import copy_segments
+from migrator.target import tables
+from migrator.target.tables import TableInfo
+
+log = logging.getLogger(__name__)
+
+SparkFactory = Callable[[], SparkSession]
+
+
+@dataclass(frozen=True)
+class Preflight:
+    """What the checks found, before anything is written."""
+
+    source: TableInfo
+    ttl_attribute: str | None
+    target: TableInfo | None
+    create_request: dict
+
+
+def migrate(loaded: LoadedConfig, spark_factory: SparkFactory) -> SnapshotSummary:
+    """Check everything, then copy the snapshot; return its summary."""
+    config = loaded.config
+    _refuse_unsupported(config)
+    checks = preflight(config)
+    store = SavepointStore(config.savepoints.path, loaded.raw, config.source.table, config.target.table)
+    store.check_writable()
+    total_segments, done = resume_point(store.load(), config.source.scan_segments, config.skip_segments)
+    spark = spark_factory()
+    target = checks.target or tables.create_table(
+        aws.client(config.target.client_spec("target").for_control_plane()),
+        checks.create_request,
+        checks.ttl_attribute,
+    )
+    plan = _plan(config, checks.source, target, total_segments, spark.sparkContext.defaultParallelism)
+    return _copy(spark, config, plan, checks, store, done)
+
+
+def _refuse_unsupported(config: MigratorConfig) -> None:
+    if config.target.stream_changes is not False:
+        raise UnsupportedFeature(
+            "replicating changes",
+            "target.streamChanges",
+            "set target.streamChanges: false (or remove it) to copy a snapshot",
+        )
+
+
+def preflight(config: MigratorConfig) -> Preflight:
+    """Describe both tables and check they fit; raises before anything is written."""
+    source_spec = config.source.client_spec("source").for_control_plane()
+    target_spec = config.target.client_spec("target").for_control_plane()
+    source_client = aws.client(source_spec)
+    source = tables.describe_table(source_client, config.source.table, "source")
+    if source is None:
+        raise SourceTableNotFound(config.source.table, source_spec.where)
+    ttl = tables.ttl_attribute(source_client, config.source.table)
+    request = tables.creation_request(source, config.target.table, config.rename_map, config.target.billing_mode)
+    target = tables.describe_table(aws.client(target_spec), config.target.table, "target")
+    if target is not None:
+        tables.check_key_schema(request, target)
+        log.info("target table %r exists with matching keys: writing into it as is", config.target.table)
+    return Preflight(source=source, ttl_attribute=ttl, target=target, create_request=request)
+
+
+def _plan(
+    config: MigratorConfig, source: TableInfo, target: TableInfo, total_segments: int | None, parallelism: int
+) -> SnapshotPlan:
+    read_units = planned_units(config.source.read_throughput, source.read_capacity, config.source.throughput_read_percent)
+    write_units = planned_units(
+        config.target.write_throughput, target.write_capacity, config.target.throughput_write_percent
+    )
+    plan = plan_snapshot(
+        explicit_segments=total_segments,
+        table_size_bytes=source.size_bytes,
+        read_units=read_units,
+        write_units=write_units,
+        parallelism=parallelism,
+        max_map_tasks=config.source.max_map_tasks,
+    )
+    log.info("snapshot plan: %s", plan.describe())
+    return plan
+
+
+def _copy(
+    spark: SparkSession,
+    config: MigratorConfig, plan: SnapshotPlan, checks: Preflight, store: SavepointStore, done: frozenset[int]
+) -> SnapshotSummary:
+    progress = SnapshotProgress(config.source.table, config.target.table, plan.total_segments, done)
+    summary = SnapshotSummary(
+        config.source.table, config.target.table, plan.total_segments, segments_resumed=len(done)
+    )
+    if done:
+        log.info("resuming from %s: %d of %d segments already copied", store.path, len(done), plan.total_segments)
+    store.save(progress)
+    reporter = ProgressReporter(summary, checks.source.item_count)
+    saved = {"progress": progress}
+
+    def on_copied(outcome: SegmentOutcome) -> None:
+        reporter.record(outcome)
+        saved["progress"] = saved["progress"].with_done(outcome.segment)
+        store.save(saved["progress"])
+
+    tasks = [_task(config, plan, checks, s) for s in range(plan.total_segments) if s not in done]
+    if tasks:
+        copy_segments(spark, tasks, plan.concurrency, on_copied)
+    summary.finished = summary.started + summary.seconds
+    return summary
+
+
+def _task(config: MigratorConfig, plan: SnapshotPlan, checks: Preflight, segment: int) -> SegmentTask:
+    return SegmentTask(
+        source=config.source.client_spec("source"),
+        target=config.target.client_spec("target"),
+        source_table=config.source.table,
+        target_table=config.target.table,
+        segment=segment,
+        total_segments=plan.total_segments,
+        renames=tuple(config.rename_map.items()),
+        ttl_attribute=checks.ttl_attribute,
+        copy_expired_items=config.source.copy_expired_items,
+        consistent_read=config.source.consistent_read,
+        read_units_per_second=plan.read_units_per_task,
+        write_units_per_second=plan.write_units_per_task,
+        batch_size=config.target.batch_size,
+        source_reports_capacity=not config.source.strips_consumed_capacity,
+        target_reports_capacity=not config.target.strips_consumed_capacity,
+    )

@@ -1,0 +1,125 @@
+"""Snapshot progress on disk: which scan segments are copied, as a resumable config file.
+
+As in ScyllaDB Migrator, a savepoint is the job's own YAML with `skipSegments` filled in
+(and `source.scanSegments` pinned), so it can be run as a config. Unlike it, the file
+name is derived from the tables, never from the clock, so rerunning the same config finds
+it and resumes. Files are written atomically (temp file, then rename), only by the driver,
+after each finished segment, with every credential value redacted.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from migrator.errors import SavepointError
+from migrator.redact import redact_config
+
+SAVEPOINT_FORMAT = 1
+HEADER = (
+    "# dynamodb-migrator savepoint, format {version}.\n"
+    "# Segments listed in skipSegments are copied. Rerun the original config to resume;\n"
+    "# this file also runs as a config once credentials are restored (they are redacted).\n"
+)
+
+
+@dataclass(frozen=True)
+class SnapshotProgress:
+    """Copied segments of one source → target snapshot."""
+
+    source_table: str
+    target_table: str
+    total_segments: int
+    done_segments: frozenset[int]
+
+    @property
+    def complete(self) -> bool:
+        return len(self.done_segments) >= self.total_segments
+
+    def with_done(self, segment: int) -> "SnapshotProgress":
+        return SnapshotProgress(
+            self.source_table, self.target_table, self.total_segments, self.done_segments | {segment}
+        )
+
+
+class SavepointStore:
+    """Reads and writes the savepoint of one source → target pair."""
+
+    def __init__(self, directory: str, raw_config: dict[str, Any], source_table: str, target_table: str):
+        self.path = Path(directory) / f"savepoint_{source_table}_to_{target_table}.yaml"
+        self._raw_config = raw_config
+        self._source_table = source_table
+        self._target_table = target_table
+
+    def check_writable(self) -> None:
+        """Fail before anything is copied when progress could not be saved."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=self.path.parent, prefix=".probe-"):
+                pass
+        except OSError as exc:
+            raise SavepointError(
+                f"savepoints.path {str(self.path.parent)!r} is not writable ({exc.strerror}): "
+                "progress could not be saved; set savepoints.path to a writable directory"
+            ) from None
+
+    def load(self) -> SnapshotProgress | None:
+        """The saved progress, or None when there is no savepoint yet."""
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise SavepointError(f"cannot read savepoint {self.path}: {exc.strerror}") from None
+        try:
+            document = yaml.safe_load(text)
+            total = int(document["source"]["scanSegments"])
+            done = frozenset(int(s) for s in document.get("skipSegments") or [])
+        except (yaml.YAMLError, KeyError, TypeError, ValueError):
+            raise SavepointError(
+                f"savepoint {self.path} is damaged: delete it to start the snapshot over"
+            ) from None
+        return SnapshotProgress(self._source_table, self._target_table, total, done)
+
+    def save(self, progress: SnapshotProgress) -> None:
+        """Write the progress atomically: a reader sees the old file or the new one, whole."""
+        document = redact_config(self._raw_config)
+        document["source"]["scanSegments"] = progress.total_segments
+        document["skipSegments"] = sorted(progress.done_segments)
+        text = HEADER.format(version=SAVEPOINT_FORMAT) + yaml.safe_dump(document, sort_keys=False)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp_path = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temp_path, self.path)
+        except BaseException:
+            Path(temp_path).unlink(missing_ok=True)
+            raise
+
+
+def resume_point(
+    saved: SnapshotProgress | None, configured_segments: int | None, configured_skips: list[int]
+) -> tuple[int | None, frozenset[int]]:
+    """Segment count pinned by the savepoint and the segments already copied.
+
+    A savepoint pins the count: segment numbers mean nothing under another count, so a
+    config that asks for a different one is refused rather than silently recopying.
+    """
+    skips = frozenset(configured_skips)
+    if saved is None:
+        return configured_segments, skips
+    if configured_segments is not None and configured_segments != saved.total_segments:
+        raise SavepointError(
+            f"the savepoint for {saved.source_table} → {saved.target_table} was made with "
+            f"{saved.total_segments} scan segments but source.scanSegments is {configured_segments}: "
+            f"set scanSegments to {saved.total_segments} to resume, or delete the savepoint to start over"
+        )
+    return saved.total_segments, skips | saved.done_segments

@@ -1,0 +1,119 @@
+"""Copy one Scan segment from the source table to the target: the work of one Spark task.
+
+Runs on an executor. Items go from Scan to BatchWriteItem in wire form without passing
+through Spark rows. The function never raises: it returns a `SegmentOutcome` that carries
+the error, because an exception raised inside a Spark task reaches the driver only as
+text, while a returned error pickles back intact with its class and `retryable` flag.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+from migrator import aws
+from migrator.connection import ClientSpec
+from migrator.errors import MigratorError, SegmentFailed
+from migrator.items import is_expired, rename_attributes
+from migrator.ratelimit import CapacityLimiter
+from migrator.source.scan import ScanCounters, scan_segment
+from migrator.target.writer import BatchWriter, WriteCounters
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SegmentTask:
+    """Everything an executor needs to copy one segment; plain values only."""
+
+    source: ClientSpec
+    target: ClientSpec
+    source_table: str
+    target_table: str
+    segment: int
+    total_segments: int
+    renames: tuple[tuple[str, str], ...] = ()
+    ttl_attribute: str | None = None
+    copy_expired_items: bool = False
+    consistent_read: bool = False
+    read_units_per_second: float | None = None
+    write_units_per_second: float | None = None
+    batch_size: int = 25
+    source_reports_capacity: bool = True
+    target_reports_capacity: bool = True
+
+
+@dataclass(frozen=True)
+class SegmentOutcome:
+    """What copying one segment did, or the error that stopped it."""
+
+    segment: int
+    scanned: int = 0
+    written: int = 0
+    skipped_expired: int = 0
+    retries: int = 0
+    unprocessed_retries: int = 0
+    seconds: float = 0.0
+    error: MigratorError | None = field(default=None)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def copy_segment(task: SegmentTask) -> SegmentOutcome:
+    """Scan the segment and write every live item; return counts or the error."""
+    started = time.monotonic()
+    scan_counters, write_counters = ScanCounters(), WriteCounters()
+    skipped = 0
+    try:
+        skipped = _copy(task, scan_counters, write_counters)
+        error = None
+    except MigratorError as exc:
+        error = SegmentFailed(task.segment, task.total_segments, str(exc), exc.retryable)
+    except Exception as exc:  # a bug, not an AWS failure: report it whole, do not retry
+        log.exception("segment %d failed unexpectedly", task.segment)
+        error = SegmentFailed(task.segment, task.total_segments, f"{type(exc).__name__}: {exc}", False)
+    return SegmentOutcome(
+        segment=task.segment,
+        scanned=scan_counters.items,
+        written=write_counters.items,
+        skipped_expired=skipped,
+        retries=scan_counters.retries + write_counters.retries,
+        unprocessed_retries=write_counters.unprocessed_retries,
+        seconds=time.monotonic() - started,
+        error=error,
+    )
+
+
+def _copy(task: SegmentTask, scan_counters: ScanCounters, write_counters: WriteCounters) -> int:
+    renames = dict(task.renames)
+    writer = BatchWriter(
+        aws.client(task.target),
+        task.target_table,
+        batch_size=task.batch_size,
+        limiter=CapacityLimiter(task.write_units_per_second),
+        counters=write_counters,
+        report_capacity=task.target_reports_capacity,
+    )
+    pages = scan_segment(
+        aws.client(task.source),
+        task.source_table,
+        task.segment,
+        task.total_segments,
+        limiter=CapacityLimiter(task.read_units_per_second),
+        counters=scan_counters,
+        consistent_read=task.consistent_read,
+        report_capacity=task.source_reports_capacity,
+    )
+    skipped = 0
+    for page in pages:
+        now = time.time()
+        for item in page:
+            if not task.copy_expired_items and is_expired(item, task.ttl_attribute, now):
+                skipped += 1
+                continue
+            writer.put(rename_attributes(item, renames))
+    writer.flush()
+    return skipped

@@ -1,0 +1,1 @@
+"""Where items come from: a parallel Scan of a live table."""

@@ -1,0 +1,1 @@
+"""Where items go: the target table's schema and the batch writer."""
