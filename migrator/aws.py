@@ -149,9 +149,14 @@ def _translate_client_error(exc: bx.ClientError, action: str, resource: str) -> 
     code = str(error.get("Code", ""))
     message = str(error.get("Message", "")) or code
     status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
-    if code in _CREDENTIAL_CODES:
+    # Some emulators answer an unknown key with an XML 403 botocore cannot parse a code from.
+    if code in _CREDENTIAL_CODES or (status == 403 and code in ("", "403")):
         return errors.InvalidCredentials(
-            action, resource, f"the endpoint rejected the credentials ({code}): check credentials in the config or the default chain", code
+            action,
+            resource,
+            f"the endpoint rejected the credentials ({code if code != '403' else 'HTTP 403'}): "
+            "check credentials in the config or the default chain",
+            code,
         )
     if code in _DENIED_CODES:
         return errors.AccessDenied(action, resource, f"access denied ({code}): {message}; grant the permission to these credentials", code)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import difflib
 import os
-from dataclasses import dataclass, replace
+import re
+from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Literal
 
 import yaml
@@ -126,9 +127,11 @@ class Credentials(_Model):
 
 
 class AlternatorOptions(_Model):
-    """ScyllaDB Migrator's Alternator connection settings; only two change anything here."""
+    """ScyllaDB Migrator's Alternator connection settings; only two change anything here.
 
-    model_config = ConfigDict(extra="allow")
+    The others are dropped with a warning before validation (see COMPAT_ONLY_KEYS).
+    """
+
     max_connections: int | None = Field(default=None, ge=1)
     connection_timeout_ms: int | None = Field(default=None, ge=1)
 
@@ -287,9 +290,9 @@ class LoadedConfig:
     """A validated config, the raw YAML it came from (for savepoints) and its warnings."""
 
     config: MigratorConfig
-    raw: dict[str, Any]
-    path: str
-    warnings: tuple[str, ...]
+    raw: dict[str, Any] = field(repr=False)  # holds credentials as written: never print it
+    path: str = ""
+    warnings: tuple[str, ...] = ()
 
 
 def load_config(path: str) -> LoadedConfig:
@@ -314,13 +317,39 @@ def parse_config(text: str, path: str = "<config>") -> LoadedConfig:
     if not isinstance(raw, dict):
         raise ConfigError("", "the file must be a YAML mapping with source and target", path)
     warnings: list[str] = []
-    cleaned = _strip_compat_keys(raw, warnings)
+    cleaned = _strip_compat_keys(_expand_environment(raw, "", path), warnings)
     _refuse_unsupported(cleaned, path)
     try:
         config = MigratorConfig.model_validate(cleaned)
     except ValidationError as exc:
         raise _to_config_error(exc, path) from None
     return LoadedConfig(config=config, raw=raw, path=path, warnings=tuple(warnings))
+
+
+_ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def _expand_environment(node: Any, key_path: str, path: str) -> Any:
+    """Replace `${NAME}` and `${NAME:-default}` in string values with environment variables.
+
+    Lets one file serve several environments and keeps secrets out of it; savepoints store
+    the unexpanded text, so an expanded secret never reaches disk.
+    """
+    if isinstance(node, dict):
+        return {k: _expand_environment(v, f"{key_path}.{k}" if key_path else str(k), path) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_expand_environment(v, f"{key_path}[{i}]", path) for i, v in enumerate(node)]
+    if not isinstance(node, str) or "${" not in node:
+        return node
+
+    def substitute(match: re.Match) -> str:
+        name, default = match.group(1), match.group(2)
+        value = os.environ.get(name, default)
+        if value is None:
+            raise ConfigError(key_path, f"environment variable {name} is not set (referenced as ${{{name}}})", path)
+        return value
+
+    return _ENV_REFERENCE.sub(substitute, node)
 
 
 def _strip_compat_keys(raw: dict[str, Any], warnings: list[str]) -> dict[str, Any]:
@@ -334,6 +363,7 @@ def _strip_compat_keys(raw: dict[str, Any], warnings: list[str]) -> dict[str, An
         block = dict(block)
         _drop_compat(block, section, section, warnings)
         if block.get("type") == "alternator":
+            _drop_compat(block, "alternator", section, warnings)
             nested = dict(block.get("alternator") or {})
             for key in [k for k in block if k in ALTERNATOR_KEYS]:
                 nested[key] = block.pop(key)
@@ -432,17 +462,25 @@ def _did_you_mean(loc: tuple[Any, ...]) -> str:
     *parents, unknown = [p for p in loc if not isinstance(p, int)]
     model: Any = MigratorConfig
     for part in parents:
-        field = model.model_fields.get(part)
-        model = _model_of(field.annotation) if field else None
+        found = _field_by_key(model, part)
+        model = _model_of(found.annotation) if found else None
         if model is None:
             return ""
-    known = [f.alias or name for name, f in model.model_fields.items()]
-    known = [to_camel(k) if "_" in k and k != "from_" else k for k in known]
-    if parents == [] or parents[-1] in ("source", "target", "validation", "savepoints"):
-        section = parents[-1] if parents else ""
-        known += [key for (sect, key) in COMPAT_ONLY_KEYS if sect == section]
+    known = [found.alias or name for name, found in model.model_fields.items()]
+    section = parents[-1] if parents else ""
+    known += [key for (sect, key) in COMPAT_ONLY_KEYS if sect == section]
+    if section in ("source", "target"):
+        known += sorted(ALTERNATOR_KEYS)  # valid at this level under type: alternator
     close = difflib.get_close_matches(str(unknown), known, n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(sorted(known))}"
+    return f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(sorted(set(known)))}"
+
+
+def _field_by_key(model: type[BaseModel], key: str):
+    """The model's field for a YAML key (its camelCase alias) or Python name."""
+    for name, candidate in model.model_fields.items():
+        if key in (name, candidate.alias):
+            return candidate
+    return None
 
 
 def _model_of(annotation: Any) -> type[BaseModel] | None:

@@ -9,6 +9,7 @@ after each finished segment, with every credential value redacted.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from dataclasses import dataclass
@@ -47,11 +48,18 @@ class SnapshotProgress:
         )
 
 
+def savepoint_file_name(source_table: str, target_table: str) -> str:
+    """Readable and unique per pair: table names may contain `_to_`, so a hash of the pair
+    keeps `a_to_b → c` and `a → b_to_c` apart."""
+    digest = hashlib.sha256(f"{source_table}\0{target_table}".encode()).hexdigest()[:8]
+    return f"savepoint_{source_table}_to_{target_table}_{digest}.yaml"
+
+
 class SavepointStore:
     """Reads and writes the savepoint of one source → target pair."""
 
     def __init__(self, directory: str, raw_config: dict[str, Any], source_table: str, target_table: str):
-        self.path = Path(directory) / f"savepoint_{source_table}_to_{target_table}.yaml"
+        self.path = Path(directory) / savepoint_file_name(source_table, target_table)
         self._raw_config = raw_config
         self._source_table = source_table
         self._target_table = target_table
@@ -80,10 +88,16 @@ class SavepointStore:
             document = yaml.safe_load(text)
             total = int(document["source"]["scanSegments"])
             done = frozenset(int(s) for s in document.get("skipSegments") or [])
+            tables = (document["source"]["table"], document["target"]["table"])
         except (yaml.YAMLError, KeyError, TypeError, ValueError):
             raise SavepointError(
                 f"savepoint {self.path} is damaged: delete it to start the snapshot over"
             ) from None
+        if tables != (self._source_table, self._target_table):
+            raise SavepointError(
+                f"savepoint {self.path} belongs to {tables[0]} → {tables[1]}, not "
+                f"{self._source_table} → {self._target_table}: move it away or set another savepoints.path"
+            )
         return SnapshotProgress(self._source_table, self._target_table, total, done)
 
     def save(self, progress: SnapshotProgress) -> None:

@@ -9,13 +9,18 @@ from pyspark.sql import SparkSession
 REDACTION_REGEX = r"(?i)secret|password|token|access[.]?key|credential|sessionToken"
 
 
-def create_session(app_name: str) -> SparkSession:
-    """The session `spark-submit` configured (master, resources), with our defaults added."""
-    session = (
+def create_session(app_name: str, master: str | None = None) -> SparkSession:
+    """The session `spark-submit` configured (master, resources), with our defaults added.
+
+    `master` is for tests and notebooks; under spark-submit, leave it to `--master`.
+    """
+    builder = (
         SparkSession.builder.appName(app_name)
         .config("spark.redaction.regex", REDACTION_REGEX)
         .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
     )
+    if master:
+        builder = builder.master(master)
+    session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
     return session

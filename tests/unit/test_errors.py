@@ -1,0 +1,146 @@
+"""Errors: the documented hierarchy, retryable flags, and pickling from executors back to the driver."""
+
+from __future__ import annotations
+
+import inspect
+import pickle
+
+import pytest
+
+from migrator import errors
+from migrator.errors import (
+    AccessDenied,
+    AwsError,
+    AwsRequestFailed,
+    ConfigError,
+    EndpointUnreachable,
+    InvalidCredentials,
+    MigratorError,
+    ResourceNotFound,
+    SavepointError,
+    SegmentFailed,
+    SourceError,
+    SourceTableNotFound,
+    TargetError,
+    TargetSchemaMismatch,
+    TransientAwsError,
+    UnsupportedFeature,
+    WriteFailed,
+)
+
+# One instance of every error class, with the attributes its constructor sets.
+EXAMPLES: list[tuple[MigratorError, dict[str, object]]] = [
+    (MigratorError("something failed"), {}),
+    (ConfigError("source.scanSegments", "must be at least 1 (got 0)", "conf/x.yaml"),
+     {"key_path": "source.scanSegments", "reason": "must be at least 1 (got 0)"}),
+    (ConfigError("", "the file must be a YAML mapping"), {"key_path": "", "reason": "the file must be a YAML mapping"}),
+    (UnsupportedFeature("reading a DynamoDB S3 export", "source.type", "use type: dynamodb"),
+     {"feature": "reading a DynamoDB S3 export", "key_path": "source.type"}),
+    (AwsError("DescribeTable", "table src", "boom", "Boom"),
+     {"action": "DescribeTable", "resource": "table src", "code": "Boom"}),
+    (EndpointUnreachable("Scan", "table src", "cannot connect"), {"action": "Scan", "resource": "table src", "code": ""}),
+    (InvalidCredentials("Scan", "table src", "rejected", "UnrecognizedClientException"),
+     {"code": "UnrecognizedClientException"}),
+    (AccessDenied("PutItem", "table tgt", "denied", "AccessDeniedException"), {"code": "AccessDeniedException"}),
+    (ResourceNotFound("DescribeTable", "table src", "not found", "ResourceNotFoundException"),
+     {"resource": "table src"}),
+    (TransientAwsError("BatchWriteItem", "table tgt", "throttled", "ThrottlingException"),
+     {"code": "ThrottlingException"}),
+    (AwsRequestFailed("CreateTable", "table tgt", "invalid", "ValidationException"), {"code": "ValidationException"}),
+    (SourceError("source went away"), {}),
+    (SourceTableNotFound("src", "http://localhost:8000"), {"table": "src"}),
+    (TargetError("target went away"), {}),
+    (TargetSchemaMismatch("tgt", "pk HASH", "id HASH"), {"table": "tgt"}),
+    (WriteFailed("tgt", 7, 10), {"table": "tgt", "unwritten": 7}),
+    (SavepointError("savepoint is damaged"), {}),
+    (SegmentFailed(3, 16, "Scan table src: throttled", retryable=True), {"segment": 3, "retryable": True}),
+    (SegmentFailed(4, 16, "PutItem table tgt: denied", retryable=False), {"segment": 4, "retryable": False}),
+]
+
+RETRYABLE_CLASSES = {EndpointUnreachable, TransientAwsError}
+
+
+def example_id(example) -> str:
+    error, _ = example
+    return f"{type(error).__name__}-{error.retryable}"
+
+
+def test_every_error_class_has_an_example():
+    defined = {
+        cls for _, cls in inspect.getmembers(errors, inspect.isclass)
+        if issubclass(cls, MigratorError) and cls.__module__ == errors.__name__
+    }
+    assert defined == {type(error) for error, _ in EXAMPLES}
+
+
+@pytest.mark.parametrize(("error", "attributes"), EXAMPLES, ids=[example_id(e) for e in EXAMPLES])
+def test_pickle_round_trip_keeps_class_message_attributes_and_retryable(error, attributes):
+    copy = pickle.loads(pickle.dumps(error))
+
+    assert type(copy) is type(error)
+    assert str(copy) == str(error)
+    assert copy.args == error.args
+    for name, value in attributes.items():
+        assert getattr(copy, name) == value
+    assert copy.__dict__ == error.__dict__
+    assert copy.retryable is error.retryable
+    assert copy.exit_code == error.exit_code
+
+
+@pytest.mark.parametrize(("error", "attributes"), EXAMPLES, ids=[example_id(e) for e in EXAMPLES])
+def test_pickle_round_trip_with_every_protocol(error, attributes):
+    for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
+        copy = pickle.loads(pickle.dumps(error, protocol=protocol))
+        assert (type(copy), str(copy), copy.retryable) == (type(error), str(error), error.retryable)
+
+
+def test_hierarchy_matches_the_module_docstring():
+    for cls in (ConfigError, UnsupportedFeature, AwsError, SourceError, TargetError, SavepointError, SegmentFailed):
+        assert cls.__bases__ == (MigratorError,)
+    for cls in (EndpointUnreachable, InvalidCredentials, AccessDenied, ResourceNotFound, TransientAwsError,
+                AwsRequestFailed):
+        assert cls.__bases__ == (AwsError,)
+    assert SourceTableNotFound.__bases__ == (SourceError,)
+    assert TargetSchemaMismatch.__bases__ == (TargetError,)
+    assert WriteFailed.__bases__ == (TargetError,)
+    assert issubclass(MigratorError, Exception)
+
+
+@pytest.mark.parametrize(("error", "attributes"), EXAMPLES, ids=[example_id(e) for e in EXAMPLES])
+def test_only_transient_errors_are_retryable(error, attributes):
+    if isinstance(error, SegmentFailed):
+        assert error.retryable is attributes["retryable"]
+    else:
+        assert error.retryable is (type(error) in RETRYABLE_CLASSES)
+
+
+def test_segment_failed_retryable_is_per_instance():
+    assert SegmentFailed(1, 2, "x", retryable=True).retryable is True
+    assert SegmentFailed(1, 2, "x", retryable=False).retryable is False
+    assert SegmentFailed.retryable is False
+
+
+def test_messages_are_built_from_facts():
+    assert str(ConfigError("source.table", "required key is missing", "a.yaml")) == (
+        "config error: a.yaml: source.table: required key is missing"
+    )
+    assert str(ConfigError("", "bad", None)) == "config error: bad"
+    assert str(AwsError("Scan", "table src", "throttled")) == "Scan table src: throttled"
+    assert str(SegmentFailed(3, 16, "Scan table src: throttled", True)) == (
+        "copying scan segment 3 of 16: Scan table src: throttled"
+    )
+    assert str(UnsupportedFeature("feature X", "source.type", "do Y")).startswith("source.type: feature X is not supported")
+    missing = str(SourceTableNotFound("src", "AWS region us-east-1"))
+    assert "'src'" in missing and "AWS region us-east-1" in missing and "source.table" in missing
+    mismatch = str(TargetSchemaMismatch("tgt", "pk HASH", "id HASH"))
+    assert "'tgt'" in mismatch and "pk HASH" in mismatch and "id HASH" in mismatch and "nothing was written" in mismatch
+    failed = str(WriteFailed("tgt", 7, 10))
+    assert "7 items" in failed and "10 attempts" in failed and "throughputWritePercent" in failed
+
+
+def test_exit_codes_separate_user_fixes_from_transient_failures():
+    assert ConfigError("a", "b").exit_code == 2
+    assert UnsupportedFeature("a", "b", "c").exit_code == 2
+    assert SavepointError("x").exit_code == 2
+    assert TransientAwsError("a", "b", "c").exit_code == 1
+    assert WriteFailed("t", 1, 1).exit_code == 1
