@@ -15,7 +15,7 @@ from pyspark.sql import SparkSession
 
 from migrator import aws
 from migrator.config import LoadedConfig, MigratorConfig
-from migrator.errors import SourceTableNotFound, UnsupportedFeature
+from migrator.errors import SavepointError, SourceTableNotFound, UnsupportedFeature
 from migrator.plan import SnapshotPlan, plan_snapshot, planned_units
 from migrator.progress import ProgressReporter, SnapshotSummary
 from migrator.savepoints import SavepointStore, SnapshotProgress, resume_point
@@ -47,6 +47,12 @@ def migrate(loaded: LoadedConfig, spark_factory: SparkFactory) -> SnapshotSummar
     store = SavepointStore(config.savepoints.path, loaded.raw, config.source.table, config.target.table)
     store.check_writable()
     total_segments, done = resume_point(store.load(), config.source.scan_segments, config.skip_segments)
+    if done and checks.target is None:
+        raise SavepointError(
+            f"{len(done)} segments are recorded as copied (savepoint {store.path} or skipSegments), "
+            f"but target table {config.target.table!r} does not exist: skipping them would leave it "
+            "incomplete; delete the savepoint (and skipSegments) to copy everything again"
+        )
     spark = spark_factory()
     target = checks.target or tables.create_table(
         aws.client(config.target.client_spec("target").for_control_plane()),

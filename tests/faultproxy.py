@@ -1,0 +1,237 @@
+"""A fault-injecting HTTP reverse proxy for the emulator, so tests can prove retry behaviour against throttling, 5xx errors and dropped connections.
+
+    with FaultProxy(emulator_url, fault_rate=0.3) as proxy:
+        client = boto3.client("dynamodb", endpoint_url=proxy.endpoint_url, ...)
+        ...
+        proxy.counts  # {"throughput": 4, ..., "forwarded": 57}
+
+Each request whose ``X-Amz-Target`` operation is in ``operations`` (None: any
+request with an ``X-Amz-Target``) gets a seeded draw; below ``fault_rate`` it
+gets one fault picked from ``faults``:
+
+- "throughput" / "throttling": HTTP 400 with a DynamoDB JSON error,
+- "http500" / "http503": InternalServerError / ServiceUnavailable,
+- "drop": the request IS forwarded (the write may happen), then the client
+  connection is closed without a response (botocore: ConnectionClosedError).
+
+Everything else is forwarded verbatim and the response relayed. With ``record=True``
+the proxy keeps ``(operation, body bytes)`` of every forwarded request in
+``recorded``, so a test can see what a job asked for (which Scan segments, say). Clients may
+keep connections alive; request bodies need a Content-Length (as botocore sends).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import random
+import socket
+import threading
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+FAULTS = ("throughput", "throttling", "http500", "http503", "drop")
+
+_DYNAMODB = "com.amazonaws.dynamodb.v20120810#"
+ERRORS = {  # fault -> (HTTP status, DynamoDB "__type")
+    "throughput": (400, _DYNAMODB + "ProvisionedThroughputExceededException"),
+    "throttling": (400, "com.amazon.coral.availability#ThrottlingException"),
+    "http500": (500, _DYNAMODB + "InternalServerError"),
+    "http503": (503, _DYNAMODB + "ServiceUnavailable"),
+}
+
+# Per-hop headers: never forwarded in either direction. (Content-Length is
+# recomputed for responses; moto always answers "Connection: close", which
+# must not reach keep-alive clients.)
+_HOP_BY_HOP = {
+    "connection", "keep-alive", "proxy-connection", "transfer-encoding",
+    "te", "trailer", "upgrade", "expect",
+}
+
+
+class FaultProxy:
+    """Threaded reverse proxy on a free loopback port; a context manager."""
+
+    def __init__(
+        self,
+        upstream_url: str,
+        fault_rate: float = 0.1,
+        faults: tuple[str, ...] = FAULTS,
+        operations: set[str] | tuple[str, ...] | None = None,
+        seed: int = 1,
+        record: bool = False,
+    ):
+        unknown = set(faults) - set(FAULTS)
+        if unknown or not faults:
+            raise ValueError(f"faults must be a non-empty subset of {FAULTS}, got {faults}")
+        upstream = urllib.parse.urlsplit(upstream_url)
+        self.upstream = (upstream.hostname, upstream.port or 80)
+        self.fault_rate = fault_rate
+        self.faults = tuple(faults)
+        self.operations = None if operations is None else set(operations)
+        self.endpoint_url: str | None = None
+        self._random = random.Random(seed)
+        self._lock = threading.Lock()
+        self._counts = dict.fromkeys((*self.faults, "forwarded"), 0)
+        self._record = record
+        self._recorded: list[tuple[str, bytes]] = []
+        self._connections: set[socket.socket] = set()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> FaultProxy:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Snapshot: injected faults per kind, plus "forwarded" (relayed normally)."""
+        with self._lock:
+            return dict(self._counts)
+
+    @property
+    def recorded(self) -> list[tuple[str, bytes]]:
+        """Snapshot of (operation, request body) of forwarded requests, when recording."""
+        with self._lock:
+            return list(self._recorded)
+
+    def remember(self, target: str | None, body: bytes) -> None:
+        if self._record and target:
+            with self._lock:
+                self._recorded.append((target.rpartition(".")[2], body))
+
+    @property
+    def open_connections(self) -> int:
+        """Client connections currently open (kept alive between requests)."""
+        with self._lock:
+            return len(self._connections)
+
+    def start(self) -> FaultProxy:
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server.proxy = self
+        self.endpoint_url = f"http://127.0.0.1:{self._server.server_port}"
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},  # how long stop() waits for the loop
+            name="faultproxy",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop accepting, then cut open client connections so no handler lingers."""
+        server, self._server = self._server, None
+        if server is None:
+            return
+        server.shutdown()
+        server.server_close()
+        with self._lock:
+            connections = list(self._connections)
+        for conn in connections:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already closed by its handler
+        self._thread.join()
+
+    # -- called from handler threads -------------------------------------
+
+    def choose_fault(self, target: str | None) -> str | None:
+        """The fault to inject for a request with this X-Amz-Target, or None."""
+        if not target:
+            return None
+        operation = target.rpartition(".")[2]
+        if self.operations is not None and operation not in self.operations:
+            return None
+        with self._lock:
+            if self._random.random() >= self.fault_rate:
+                return None
+            fault = self._random.choice(self.faults)
+            self._counts[fault] += 1
+            return fault
+
+    def count(self, key: str) -> None:
+        with self._lock:
+            self._counts[key] += 1
+
+    def track(self, conn: socket.socket, open_: bool) -> None:
+        with self._lock:
+            (self._connections.add if open_ else self._connections.discard)(conn)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False  # stop() must not wait for client connections
+    request_queue_size = 1024
+    proxy: FaultProxy
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive
+    timeout = 120  # seconds an idle client connection is kept
+    disable_nagle_algorithm = True  # else headers + body as two writes cost ~40 ms
+    server: _Server
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.proxy.track(self.connection, True)
+
+    def finish(self) -> None:
+        self.server.proxy.track(self.connection, False)
+        super().finish()
+
+    def handle_request(self) -> None:
+        proxy = self.server.proxy
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        fault = proxy.choose_fault(self.headers.get("X-Amz-Target"))
+        if fault in ERRORS:
+            self.send_error_fault(fault)
+            return
+        try:
+            status, headers, data = self.forward(body)
+        except OSError as error:
+            self.reply(502, [("Content-Type", "text/plain")], f"upstream: {error}".encode())
+            return
+        if fault == "drop":
+            self.close_connection = True  # hang up without a word
+            return
+        proxy.count("forwarded")
+        proxy.remember(self.headers.get("X-Amz-Target"), body)
+        self.reply(status, headers, data)
+
+    do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = do_PATCH = do_OPTIONS = handle_request
+
+    def forward(self, body: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
+        """Send this request upstream verbatim (Host included: it is signed)."""
+        conn = http.client.HTTPConnection(*self.server.proxy.upstream, timeout=60)
+        try:
+            conn.putrequest(self.command, self.path, skip_host=True, skip_accept_encoding=True)
+            for name, value in self.headers.items():
+                if name.lower() not in _HOP_BY_HOP:
+                    conn.putheader(name, value)
+            conn.endheaders(body)
+            response = conn.getresponse()
+            return response.status, response.getheaders(), response.read()
+        finally:
+            conn.close()
+
+    def send_error_fault(self, fault: str) -> None:
+        status, error_type = ERRORS[fault]
+        body = json.dumps({"__type": error_type, "message": f"injected fault: {fault}"})
+        self.reply(status, [("Content-Type", "application/x-amz-json-1.0")], body.encode())
+
+    def reply(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
+        self.send_response_only(status)
+        for name, value in headers:
+            if name.lower() not in _HOP_BY_HOP and name.lower() != "content-length":
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def log_message(self, format: str, *args) -> None:
+        pass  # quiet: tests send thousands of requests

@@ -1,0 +1,35 @@
+"""The snapshot under faults: throttling, 5xx and dropped connections still give an exact copy."""
+
+from __future__ import annotations
+
+import pytest
+
+from all_types import assert_same_items
+from conftest import put_items, run_in_process, scan_all, side, write_config
+from faultproxy import FaultProxy
+from sample_data import create_sample_table, make_items
+
+pytestmark = pytest.mark.integration
+
+ITEMS = 2_000
+
+
+def test_copy_is_exact_under_injected_faults(dynamodb, endpoint_url, spark, table_name, tmp_path):
+    source, target = table_name("faulty"), table_name("faulty-copy")
+    create_sample_table(dynamodb, source)
+    put_items(dynamodb, source, make_items(ITEMS))
+    with FaultProxy(endpoint_url, fault_rate=0.15, operations={"Scan", "BatchWriteItem"}, seed=7) as proxy:
+        config = write_config(
+            tmp_path,
+            {
+                "source": side(proxy.endpoint_url, source, scanSegments=4),
+                "target": side(proxy.endpoint_url, target),
+            },
+        )
+        summary = run_in_process(config, spark)
+        injected = proxy.counts
+
+    assert all(injected[kind] > 0 for kind in ("throughput", "throttling", "http500", "http503", "drop")), injected
+    assert summary.retries >= sum(injected[k] for k in ("throughput", "throttling", "http500", "http503", "drop"))
+    assert summary.written == summary.scanned == ITEMS
+    assert_same_items(make_items(ITEMS), scan_all(dynamodb, target))

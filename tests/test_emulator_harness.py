@@ -1,0 +1,176 @@
+"""Prove the test harness works over real HTTP (emulator subprocess, its --auth mode, the fault proxy), because every Spark test builds on it."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+
+import boto3
+import pytest
+from botocore.config import Config
+from botocore.exceptions import ClientError, ConnectionClosedError
+
+# scripts/ and tests/ are on sys.path via pyproject.toml's pytest "pythonpath".
+from emulator import EmulatorProcess, create_admin_keys, free_port, is_answering
+from faultproxy import FaultProxy
+
+# In botocore, retries={"max_attempts": N} means N *retries* (N + 1 attempts);
+# "total_max_attempts": 1 is what really means a single attempt.
+NO_RETRIES = {"total_max_attempts": 1, "mode": "standard"}
+
+
+def ddb_client(endpoint_url, retries=NO_RETRIES, key=("test", "test"), region="local"):
+    return boto3.Session().client(
+        "dynamodb",
+        endpoint_url=endpoint_url,
+        region_name=region,  # any name works: the emulator is region-agnostic
+        aws_access_key_id=key[0],
+        aws_secret_access_key=key[1],
+        config=Config(retries=dict(retries), connect_timeout=5, read_timeout=10),
+    )
+
+
+def create_table(client) -> str:
+    name = f"harness-{uuid.uuid4().hex[:8]}"
+    client.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    return name
+
+
+@pytest.fixture(scope="module")
+def emulator():
+    with EmulatorProcess() as emu:
+        yield emu
+
+
+@pytest.fixture
+def table(emulator):
+    return create_table(ddb_client(emulator.endpoint_url))
+
+
+# -- emulator ---------------------------------------------------------------
+
+
+def test_put_and_get_item_over_http(emulator, table):
+    client = ddb_client(emulator.endpoint_url)
+    client.put_item(TableName=table, Item={"pk": {"S": "a"}, "n": {"N": "1"}})
+    item = client.get_item(TableName=table, Key={"pk": {"S": "a"}}, ConsistentRead=True)
+    assert item["Item"] == {"pk": {"S": "a"}, "n": {"N": "1"}}
+
+
+def test_stop_terminates_the_process_and_frees_the_port():
+    port = free_port()
+    emu = EmulatorProcess(port=port).start()
+    assert emu.endpoint_url == f"http://127.0.0.1:{port}"
+    assert is_answering(emu.endpoint_url)
+    emu.stop()
+    assert emu.returncode == 0  # SIGTERM is a clean shutdown
+    assert not is_answering(emu.endpoint_url)
+
+
+def test_auth_mode_rejects_unknown_keys_and_accepts_admin_keys():
+    with EmulatorProcess(auth=True) as emu:
+        admin = ddb_client(emu.endpoint_url, key=create_admin_keys(emu.endpoint_url))
+        table = create_table(admin)
+        assert table in admin.list_tables()["TableNames"]
+        assert admin.describe_table(TableName=table)["Table"]["TableName"] == table
+
+        intruder = ddb_client(emu.endpoint_url, key=("AKIAUNKNOWNKEY000000", "secret"))
+        for call in (intruder.list_tables, lambda: intruder.describe_table(TableName=table)):
+            with pytest.raises(ClientError) as caught:
+                call()
+            # moto answers IAM-style XML with HTTP 403, which botocore's JSON
+            # parser can't read: the code it raises is the status, "403".
+            error = caught.value.response["Error"]
+            assert caught.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
+            assert error["Code"] == "403"
+            assert "InvalidClientTokenId" in error["Message"]
+
+
+# -- fault proxy ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fault", "raised", "code"),
+    [
+        ("throughput", ClientError, "ProvisionedThroughputExceededException"),
+        ("throttling", ClientError, "ThrottlingException"),
+        ("http500", ClientError, "InternalServerError"),
+        ("http503", ClientError, "ServiceUnavailable"),
+        ("drop", ConnectionClosedError, None),
+    ],
+)
+def test_each_fault_reaches_a_client_without_retries(emulator, table, fault, raised, code):
+    only_puts = FaultProxy(
+        emulator.endpoint_url, fault_rate=1.0, faults=(fault,), operations={"PutItem"}
+    )
+    with only_puts as proxy:
+        client = ddb_client(proxy.endpoint_url)
+        client.describe_table(TableName=table)  # not in operations: forwarded
+        started = time.monotonic()
+        with pytest.raises(raised) as caught:
+            client.put_item(TableName=table, Item={"pk": {"S": fault}})
+        assert time.monotonic() - started < 5  # a drop must not wait for read_timeout
+        if code:
+            assert caught.value.response["Error"]["Code"] == code
+        assert proxy.counts == {fault: 1, "forwarded": 1}
+
+    written = ddb_client(emulator.endpoint_url).get_item(
+        TableName=table, Key={"pk": {"S": fault}}, ConsistentRead=True
+    )
+    assert ("Item" in written) == (fault == "drop")  # a drop happens after the write
+
+
+def test_max_attempts_counts_retries_not_attempts(emulator, table):
+    with FaultProxy(emulator.endpoint_url, fault_rate=1.0, faults=("http500",)) as proxy:
+        client = ddb_client(proxy.endpoint_url, retries={"max_attempts": 1, "mode": "standard"})
+        with pytest.raises(ClientError):
+            client.put_item(TableName=table, Item={"pk": {"S": "x"}})
+        assert proxy.counts["http500"] == 2
+
+
+def test_adaptive_retries_survive_a_30_percent_fault_rate(emulator, table):
+    """200 writes from 50 concurrent clients, like executor tasks.
+
+    One client per worker: a fresh adaptive client's rate limiter drops to
+    0.5 requests/s on its first throttle, and botocore's throttling backoff
+    starts at up to 1 s, so one sequential loop would take over a minute.
+    """
+    retries = {"max_attempts": 10, "mode": "adaptive"}
+    clients = 50
+    keys = [f"item-{i:03}" for i in range(200)]
+    with FaultProxy(emulator.endpoint_url, fault_rate=0.3) as proxy:
+
+        def write(chunk):
+            client = ddb_client(proxy.endpoint_url, retries=retries)
+            for key in chunk:
+                client.put_item(TableName=table, Item={"pk": {"S": key}})
+
+        with ThreadPoolExecutor(clients) as pool:
+            list(pool.map(write, [keys[i::clients] for i in range(clients)]))
+        counts = proxy.counts
+
+    assert counts["forwarded"] == 200
+    assert all(counts[fault] > 0 for fault in proxy.faults), counts
+    scan = ddb_client(emulator.endpoint_url).get_paginator("scan").paginate(TableName=table)
+    assert sorted(item["pk"]["S"] for page in scan for item in page["Items"]) == keys
+
+
+def test_proxy_reuses_connections_and_stops_with_clients_connected(emulator, table):
+    proxy = FaultProxy(emulator.endpoint_url, fault_rate=0.0).start()
+    client = ddb_client(proxy.endpoint_url)
+    for i in range(5):
+        client.put_item(TableName=table, Item={"pk": {"S": f"keep-{i}"}})
+    assert proxy.open_connections == 1  # one connection, kept alive
+
+    stopper = threading.Thread(target=proxy.stop)
+    stopper.start()
+    stopper.join(timeout=5)
+    assert not stopper.is_alive(), "FaultProxy.stop() deadlocked"
+    assert proxy.counts["forwarded"] == 5
