@@ -8,6 +8,7 @@ Spark session starts and before the target table is created.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -18,7 +19,7 @@ from migrator.config import LoadedConfig, MigratorConfig
 from migrator.errors import SavepointError, SourceTableNotFound, UnsupportedFeature
 from migrator.plan import SnapshotPlan, plan_snapshot, planned_units
 from migrator.progress import ProgressReporter, SnapshotSummary
-from migrator.savepoints import SavepointStore, SnapshotProgress, resume_point
+from migrator.savepoints import SavepointStore, SegmentLedger, SnapshotProgress, resume_point
 from migrator.segment_copy import SegmentOutcome, SegmentTask
 from migrator.snapshot import copy_segments
 from migrator.target import tables
@@ -118,19 +119,18 @@ def _copy(
     )
     if done:
         log.info("resuming from %s: %d of %d segments already copied", store.path, len(done), plan.total_segments)
-    store.save(progress)
+    ledger = SegmentLedger(store, progress)
+    ledger.start()
     reporter = ProgressReporter(summary, checks.source.item_count)
-    saved = {"progress": progress}
 
     def on_copied(outcome: SegmentOutcome) -> None:
+        ledger.record(outcome.segment)
         reporter.record(outcome)
-        saved["progress"] = saved["progress"].with_done(outcome.segment)
-        store.save(saved["progress"])
 
     tasks = [_task(config, plan, checks, s) for s in range(plan.total_segments) if s not in done]
     if tasks:
         copy_segments(spark, tasks, plan.concurrency, on_copied)
-    summary.finished = summary.started + summary.seconds
+    summary.finished = time.monotonic()
     return summary
 
 

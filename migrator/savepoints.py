@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -117,6 +118,29 @@ class SavepointStore:
         except BaseException:
             Path(temp_path).unlink(missing_ok=True)
             raise
+
+
+class SegmentLedger:
+    """The copied segments of a running snapshot, saved as each one is recorded.
+
+    Segment threads finish concurrently: recording and saving happen under one lock, so
+    no finished segment is dropped from the file by a concurrent save.
+    """
+
+    def __init__(self, store: SavepointStore, progress: SnapshotProgress):
+        self._store = store
+        self._progress = progress
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        """Write the savepoint before copying: it pins the segment count from the first moment."""
+        with self._lock:
+            self._store.save(self._progress)
+
+    def record(self, segment: int) -> None:
+        with self._lock:
+            self._progress = self._progress.with_done(segment)
+            self._store.save(self._progress)
 
 
 def resume_point(

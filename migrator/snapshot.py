@@ -38,13 +38,12 @@ def copy_segments(
             done, _ = wait(futures, return_when=FIRST_EXCEPTION)
             failures = [f.exception() for f in done if f.exception() is not None]
             if failures:
-                stop.set()
-                spark.sparkContext.cancelAllJobs()
                 raise failures[0]
-        except BaseException:
+        except BaseException:  # the first failure, or Ctrl+C: stop what runs, start nothing new
             stop.set()
             for future in futures:
                 future.cancel()
+            spark.sparkContext.cancelAllJobs()
             raise
 
 

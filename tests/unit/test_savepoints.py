@@ -10,7 +10,7 @@ import yaml
 
 from migrator.config import parse_config
 from migrator.errors import ConfigError, SavepointError
-from migrator.savepoints import SavepointStore, SnapshotProgress, resume_point
+from migrator.savepoints import SavepointStore, SegmentLedger, SnapshotProgress, resume_point
 
 PLANTED = {
     "accessKey": "AKIAPLANTEDSAVEPOINT1",
@@ -319,3 +319,17 @@ def test_check_writable_refuses_an_unwritable_directory(tmp_path, raw_config):
     assert "not writable" in message
     assert "set savepoints.path to a writable directory" in message
     assert caught.value.exit_code == 2
+
+
+def test_ledger_keeps_every_segment_recorded_concurrently(store):
+    from concurrent.futures import ThreadPoolExecutor
+
+    ledger = SegmentLedger(store, progress(64, set()))
+    ledger.start()
+    assert store.load() == progress(64, set())
+
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(ledger.record, range(64)))
+
+    assert store.load() == progress(64, set(range(64)))
+    assert store.load().complete
