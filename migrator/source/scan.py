@@ -44,7 +44,7 @@ def scan_segment(
         with translated("scanning", f"source table {table!r} (segment {segment} of {total_segments})"):
             response = client.scan(**request)
         items = response.get("Items", [])
-        units = _read_units(response, items, consistent_read)
+        units = _read_units(response if report_capacity else {}, items, consistent_read)
         limiter.spend(units)
         counters.pages += 1
         counters.items += len(items)
@@ -60,7 +60,8 @@ def scan_segment(
 def _read_units(response: dict[str, Any], items: list[Item], consistent_read: bool) -> float:
     """Reported capacity, or an estimate from item sizes when the endpoint reports none.
 
-    A Scan costs one unit per 4 KB read, half that when eventually consistent.
+    A Scan costs one unit per 4 KB read, half that when eventually consistent. Callers pass
+    an empty response when capacity was not asked for: some endpoints report it anyway.
     """
     consumed = response.get("ConsumedCapacity")
     if consumed and "CapacityUnits" in consumed:

@@ -95,7 +95,7 @@ class BatchWriter:
         with translated("writing to", f"target table {self._table!r}"):
             response = self._client.batch_write_item(**call)
         unprocessed = response.get("UnprocessedItems", {}).get(self._table, [])
-        units = _write_units(response, requests, unprocessed)
+        units = _write_units(response if self._report_capacity else {}, requests, unprocessed)
         self._limiter.spend(units)
         self._counters.requests += 1
         self._counters.retries += retries_of(response)
@@ -104,7 +104,11 @@ class BatchWriter:
 
 
 def _write_units(response: dict[str, Any], sent: list[dict[str, Any]], unprocessed: list) -> float:
-    """Reported capacity, or one unit per started KB of each written item."""
+    """Reported capacity, or one unit per started KB of each written item.
+
+    Callers pass an empty response when capacity was not asked for: some endpoints
+    (moto among them) report a figure anyway that does not follow DynamoDB's rules.
+    """
     consumed = response.get("ConsumedCapacity")
     if consumed:
         return float(sum(entry.get("CapacityUnits", 0) for entry in consumed))

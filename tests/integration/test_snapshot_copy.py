@@ -233,3 +233,44 @@ def test_fifty_thousand_items_in_sixteen_segments(dynamodb, endpoint_url, spark,
     assert summary.segments_total == 16 and summary.segments_copied == 16
     assert summary.scanned == summary.written == 50_000
     assert_same_items(make_items(50_000, payload_bytes=60), scan_all(dynamodb, target))
+
+
+def test_assume_role_credentials_reach_both_tables(dynamodb, endpoint_url, spark, table_name, tmp_path):
+    source, target = table_name("role"), table_name("role-copy")
+    create_sample_table(dynamodb, source)
+    put_items(dynamodb, source, make_items(30))
+    role = {
+        "accessKey": "AKIABASEUSER",
+        "secretKey": "base-user-secret",
+        "assumeRole": {"arn": "arn:aws:iam::123456789012:role/migration", "sessionName": "test-run"},
+    }
+    config = write_config(
+        tmp_path,
+        {"source": side(endpoint_url, source, credentials=role), "target": side(endpoint_url, target, credentials=role)},
+    )
+
+    run_in_process(config, spark)
+
+    assert_same_items(make_items(30), scan_all(dynamodb, target))
+
+
+def test_write_rate_is_held_to_the_planned_share(dynamodb, endpoint_url, spark, table_name, tmp_path):
+    """200 items of under 1 KB cost 200 WCU (estimated: capacity reporting removed);
+    at 100 WCU × 0.5 = 50 WCU/s with a one-second burst, the copy needs at least 2.5 s."""
+    source, target = table_name("paced"), table_name("paced-copy")
+    create_sample_table(dynamodb, source)
+    put_items(dynamodb, source, make_items(200, payload_bytes=100))
+    config = write_config(
+        tmp_path,
+        {
+            "source": side(endpoint_url, source, scanSegments=1),
+            "target": side(
+                endpoint_url, target, writeThroughput=100, throughputWritePercent=0.5, removeConsumedCapacity=True
+            ),
+        },
+    )
+
+    summary = run_in_process(config, spark)
+
+    assert summary.written == 200
+    assert summary.seconds >= 2.5 - 0.1
