@@ -16,7 +16,8 @@
     │   ├── TargetSchemaMismatch     existing target has other keys
     │   └── WriteFailed              items could not be written after retries
     ├── SavepointError               a savepoint cannot be read, written or honoured
-    └── SegmentFailed                a scan segment failed on an executor (wraps the cause)
+    ├── SegmentFailed                a scan segment failed on an executor (wraps the cause)
+    └── CheckpointError              a streaming checkpoint cannot be read or honoured
 
 Errors raised on executors travel back to the driver pickled: `__reduce__` keeps the
 class, the message and the attributes whatever the subclass's constructor looks like.
@@ -156,3 +157,19 @@ class SegmentFailed(MigratorError):
         self.segment = segment
         self.retryable = retryable
         super().__init__(f"copying scan segment {segment} of {total}: {cause}")
+
+
+class CheckpointError(MigratorError):
+    """The streaming checkpoint cannot be read or honoured; says what happened and the two ways out."""
+
+    exit_code = 2
+
+    def __init__(self, reason: str, location: str | None = None):
+        self.reason = reason
+        self.location = location
+        where = f"checkpoint {location}: " if location else "checkpoint: "
+        super().__init__(
+            f"{where}{reason}; stopped rather than skip changes: delete the checkpoint directory "
+            "(the next run starts over with a new snapshot), or set invalidCheckpointBehavior: restart "
+            "to re-snapshot automatically"
+        )

@@ -12,6 +12,7 @@ from migrator.errors import (
     AccessDenied,
     AwsError,
     AwsRequestFailed,
+    CheckpointError,
     ConfigError,
     EndpointUnreachable,
     InvalidCredentials,
@@ -55,6 +56,10 @@ EXAMPLES: list[tuple[MigratorError, dict[str, object]]] = [
     (SavepointError("savepoint is damaged"), {}),
     (SegmentFailed(3, 16, "Scan table src: throttled", retryable=True), {"segment": 3, "retryable": True}),
     (SegmentFailed(4, 16, "PutItem table tgt: denied", retryable=False), {"segment": 4, "retryable": False}),
+    (CheckpointError("the stream offset belongs to stream A", "./checkpoints/migrator_src"),
+     {"reason": "the stream offset belongs to stream A", "location": "./checkpoints/migrator_src"}),
+    (CheckpointError("the stream offset is damaged (not JSON)"),
+     {"reason": "the stream offset is damaged (not JSON)", "location": None}),
 ]
 
 RETRYABLE_CLASSES = {EndpointUnreachable, TransientAwsError}
@@ -95,7 +100,8 @@ def test_pickle_round_trip_with_every_protocol(error, attributes):
 
 
 def test_hierarchy_matches_the_module_docstring():
-    for cls in (ConfigError, UnsupportedFeature, AwsError, SourceError, TargetError, SavepointError, SegmentFailed):
+    for cls in (ConfigError, UnsupportedFeature, AwsError, SourceError, TargetError, SavepointError, SegmentFailed,
+                CheckpointError):
         assert cls.__bases__ == (MigratorError,)
     for cls in (EndpointUnreachable, InvalidCredentials, AccessDenied, ResourceNotFound, TransientAwsError,
                 AwsRequestFailed):
@@ -136,11 +142,16 @@ def test_messages_are_built_from_facts():
     assert "'tgt'" in mismatch and "pk HASH" in mismatch and "id HASH" in mismatch and "nothing was written" in mismatch
     failed = str(WriteFailed("tgt", 7, 10))
     assert "7 items" in failed and "10 attempts" in failed and "throughputWritePercent" in failed
+    checkpoint = str(CheckpointError("shard shardId-1 is gone", "./checkpoints/app"))
+    assert checkpoint.startswith("checkpoint ./checkpoints/app: shard shardId-1 is gone; ")
+    assert "delete the checkpoint directory" in checkpoint and "invalidCheckpointBehavior: restart" in checkpoint
+    assert str(CheckpointError("x")).startswith("checkpoint: x; ")
 
 
 def test_exit_codes_separate_user_fixes_from_transient_failures():
     assert ConfigError("a", "b").exit_code == 2
     assert UnsupportedFeature("a", "b", "c").exit_code == 2
     assert SavepointError("x").exit_code == 2
+    assert CheckpointError("x").exit_code == 2
     assert TransientAwsError("a", "b", "c").exit_code == 1
     assert WriteFailed("t", 1, 1).exit_code == 1

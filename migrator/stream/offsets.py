@@ -1,0 +1,176 @@
+"""The streaming checkpoint's offset: for one stream, each shard's last applied sequence number.
+
+Spark keeps the offset in its checkpoint and compares offsets as JSON strings, so the
+JSON form is canonical: keys sorted, no spaces, sequence numbers as strings (they have up
+to 40 digits, past what a JSON reader's float can hold). The offset pins its format
+version and the stream ARN: resuming against another stream (the table's stream was
+disabled and enabled again, or the checkpoint belongs to another table) is refused.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable, Mapping
+
+from migrator.errors import CheckpointError
+from migrator.stream.shards import Shard
+
+OFFSET_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class ShardPosition:
+    """Where reading one shard resumes.
+
+    `sequence_number` is the last applied record's, so reading resumes AFTER_SEQUENCE_NUMBER;
+    None means nothing was applied yet and reading starts at TRIM_HORIZON. A finished shard
+    is closed and read to its end.
+    """
+
+    sequence_number: str | None = None
+    finished: bool = False
+
+
+@dataclass(frozen=True)
+class StreamOffset:
+    """Every known shard's position in one stream; methods return new offsets."""
+
+    version: int
+    stream_arn: str
+    shards: Mapping[str, ShardPosition] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        # A private, sorted copy: the caller's dict can change without changing the offset.
+        object.__setattr__(self, "shards", {shard_id: self.shards[shard_id] for shard_id in sorted(self.shards)})
+
+    @classmethod
+    def empty(cls, stream_arn: str) -> "StreamOffset":
+        return cls(OFFSET_FORMAT, stream_arn, {})
+
+    @property
+    def finished(self) -> frozenset[str]:
+        """Ids of the shards read to their end, as `shards.readable_shards` takes them."""
+        return frozenset(shard_id for shard_id, position in self.shards.items() if position.finished)
+
+    def with_shards(self, shards: Iterable[Shard]) -> "StreamOffset":
+        """Add newly discovered shards at TRIM_HORIZON; known shards keep their position."""
+        new = {shard.shard_id: ShardPosition() for shard in shards if shard.shard_id not in self.shards}
+        if not new:
+            return self
+        return replace(self, shards={**self.shards, **new})
+
+    def advance(self, shard_id: str, sequence_number: str) -> "StreamOffset":
+        """Record `sequence_number` as the shard's last applied record; it never moves back."""
+        position = self._position(shard_id)
+        if position.finished:
+            raise ValueError(f"shard {shard_id} is finished; it cannot advance to {sequence_number}")
+        if position.sequence_number is not None and int(sequence_number) < int(position.sequence_number):
+            raise ValueError(
+                f"shard {shard_id} cannot move back from {position.sequence_number} to {sequence_number}"
+            )
+        return replace(self, shards={**self.shards, shard_id: replace(position, sequence_number=sequence_number)})
+
+    def finish(self, shard_id: str) -> "StreamOffset":
+        """Mark the shard read to its end (a closed shard whose iterator ran out)."""
+        position = self._position(shard_id)
+        if position.finished:
+            return self
+        return replace(self, shards={**self.shards, shard_id: replace(position, finished=True)})
+
+    def lost_shards(self, listed: Iterable[Shard]) -> list[str]:
+        """Shards not read to their end that the stream no longer lists: their records are gone.
+
+        A non-empty answer means the checkpoint cannot be honoured (the caller raises
+        `CheckpointError` or re-snapshots); finished shards may disappear, that is trimming.
+        """
+        listed_ids = {shard.shard_id for shard in listed}
+        return [
+            shard_id for shard_id, position in self.shards.items()
+            if not position.finished and shard_id not in listed_ids
+        ]
+
+    def without_trimmed(self, listed: Iterable[Shard]) -> "StreamOffset":
+        """Drop finished shards the stream no longer lists, so the offset does not grow forever.
+
+        Safe because `readable_shards` treats a parent that is not listed as consumed.
+        """
+        listed_ids = {shard.shard_id for shard in listed}
+        kept = {
+            shard_id: position for shard_id, position in self.shards.items()
+            if not position.finished or shard_id in listed_ids
+        }
+        return self if len(kept) == len(self.shards) else replace(self, shards=kept)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The offset as the JSON-ready dict Spark's Python data source API passes around."""
+        return {
+            "shards": {
+                shard_id: {"finished": position.finished, "sequence_number": position.sequence_number}
+                for shard_id, position in self.shards.items()
+            },
+            "stream_arn": self.stream_arn,
+            "version": self.version,
+        }
+
+    def to_json(self) -> str:
+        """Canonical JSON: equal offsets give equal strings."""
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+    @classmethod
+    def from_dict(cls, document: Mapping[str, Any], stream_arn: str) -> "StreamOffset":
+        """Read an offset of this format for `stream_arn`; anything else is a `CheckpointError`."""
+        try:
+            version = document["version"]
+            saved_arn = document["stream_arn"]
+            raw_shards = document["shards"]
+        except (KeyError, TypeError):
+            raise CheckpointError("the stream offset is damaged (missing version, stream_arn or shards)") from None
+        if type(version) is not int or version != OFFSET_FORMAT:
+            raise CheckpointError(
+                f"the stream offset has format version {version!r}; this version of dynamodb-migrator "
+                f"reads format {OFFSET_FORMAT}"
+            )
+        if saved_arn != stream_arn:
+            raise CheckpointError(
+                f"the stream offset belongs to stream {saved_arn}, but the source table's stream is now "
+                f"{stream_arn} (the stream was disabled and enabled again, or the checkpoint belongs to "
+                "another table)"
+            )
+        try:
+            shards = {
+                str(shard_id): ShardPosition(_sequence_or_none(raw["sequence_number"]), _strict_bool(raw["finished"]))
+                for shard_id, raw in raw_shards.items()
+            }
+        except (AttributeError, KeyError, TypeError, ValueError):
+            raise CheckpointError("the stream offset is damaged (a shard position is malformed)") from None
+        return cls(OFFSET_FORMAT, saved_arn, shards)
+
+    @classmethod
+    def from_json(cls, text: str, stream_arn: str) -> "StreamOffset":
+        """Parse `to_json`'s output, checking the format version and the stream ARN."""
+        try:
+            document = json.loads(text)
+        except (TypeError, ValueError):
+            raise CheckpointError("the stream offset is damaged (not JSON)") from None
+        return cls.from_dict(document, stream_arn)
+
+    def _position(self, shard_id: str) -> ShardPosition:
+        try:
+            return self.shards[shard_id]
+        except KeyError:
+            raise ValueError(f"shard {shard_id} is not in the offset; add it with with_shards first") from None
+
+
+def _sequence_or_none(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not (value.isascii() and value.isdigit()):
+        raise ValueError(f"sequence number {value!r} is not a decimal string")
+    return value
+
+
+def _strict_bool(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"finished {value!r} is not a boolean")
+    return value
