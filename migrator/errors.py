@@ -160,7 +160,7 @@ class SegmentFailed(MigratorError):
 
 
 class CheckpointError(MigratorError):
-    """The streaming checkpoint cannot be read or honoured; says what happened and the two ways out."""
+    """The streaming checkpoint cannot be read or honoured; says what happened and the way out."""
 
     exit_code = 2
 
@@ -170,6 +170,5 @@ class CheckpointError(MigratorError):
         where = f"checkpoint {location}: " if location else "checkpoint: "
         super().__init__(
             f"{where}{reason}; stopped rather than skip changes: delete the checkpoint directory "
-            "(the next run starts over with a new snapshot), or set invalidCheckpointBehavior: restart "
-            "to re-snapshot automatically"
+            "and the savepoint, so the next run starts over with a new snapshot"
         )

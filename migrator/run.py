@@ -19,9 +19,11 @@ from migrator.config import LoadedConfig, MigratorConfig
 from migrator.errors import SavepointError, SourceTableNotFound, UnsupportedFeature
 from migrator.plan import SnapshotPlan, plan_snapshot, planned_units
 from migrator.progress import ProgressReporter, SnapshotSummary
+from migrator.replicate import ReplicationSummary, replicate
 from migrator.savepoints import SavepointStore, SegmentLedger, SnapshotProgress, resume_point
 from migrator.segment_copy import SegmentOutcome, SegmentTask
 from migrator.snapshot import copy_segments
+from migrator.stream.dynamodb_streams import ensure_stream
 from migrator.target import tables
 from migrator.target.tables import TableInfo
 
@@ -40,8 +42,19 @@ class Preflight:
     create_request: dict
 
 
-def migrate(loaded: LoadedConfig, spark_factory: SparkFactory) -> SnapshotSummary:
-    """Check everything, then copy the snapshot; return its summary."""
+@dataclass
+class MigrationResult:
+    """What a run did: the snapshot, the replication, or both."""
+
+    snapshot: SnapshotSummary | None = None
+    replication: ReplicationSummary | None = None
+
+    def render(self) -> str:
+        return "\n".join(part.render() for part in (self.snapshot, self.replication) if part is not None)
+
+
+def migrate(loaded: LoadedConfig, spark_factory: SparkFactory) -> MigrationResult:
+    """Check everything, then copy the snapshot and, when asked, replicate changes until Ctrl+C."""
     config = loaded.config
     _refuse_unsupported(config)
     checks = preflight(config)
@@ -54,22 +67,40 @@ def migrate(loaded: LoadedConfig, spark_factory: SparkFactory) -> SnapshotSummar
             f"but target table {config.target.table!r} does not exist: skipping them would leave it "
             "incomplete; delete the savepoint (and skipSegments) to copy everything again"
         )
+    streaming = config.target.stream_changes is True
+    # The stream is opened before the snapshot starts, so no write made during it is missed.
+    stream = ensure_stream(_control_client(config, "source"), config.source.table) if streaming else None
     spark = spark_factory()
     target = checks.target or tables.create_table(
-        aws.client(config.target.client_spec("target").for_control_plane()),
-        checks.create_request,
-        checks.ttl_attribute,
+        _control_client(config, "target"), checks.create_request, checks.ttl_attribute
     )
-    plan = _plan(config, checks.source, target, total_segments, spark.sparkContext.defaultParallelism)
-    return _copy(spark, config, plan, checks, store, done)
+    result = MigrationResult()
+    if not (streaming and config.target.skip_initial_snapshot_transfer):
+        plan = _plan(config, checks.source, target, total_segments, spark.sparkContext.defaultParallelism)
+        result.snapshot = _copy(spark, config, plan, checks, store, done)
+        if streaming:  # the run goes on: show the snapshot's summary now
+            log.info("\n%s", result.snapshot.render())
+    if stream is not None:
+        result.replication = replicate(spark, loaded, stream, _checkpoint_location(config))
+    return result
+
+
+def _control_client(config: MigratorConfig, side: str):
+    block = config.source if side == "source" else config.target
+    return aws.client(block.client_spec(side).for_control_plane())
+
+
+def _checkpoint_location(config: MigratorConfig) -> str:
+    """`checkpointLocation`, else ./checkpoints/migrator_<source-table>: deterministic, so a rerun resumes."""
+    return config.checkpoint_location or f"./checkpoints/migrator_{config.source.table}"
 
 
 def _refuse_unsupported(config: MigratorConfig) -> None:
-    if config.target.stream_changes is not False:
+    if isinstance(config.target.stream_changes, dict):
         raise UnsupportedFeature(
-            "replicating changes",
+            "replicating changes from Kinesis Data Streams",
             "target.streamChanges",
-            "set target.streamChanges: false (or remove it) to copy a snapshot",
+            "use streamChanges: true (DynamoDB Streams)",
         )
 
 

@@ -103,11 +103,11 @@ def write_config(directory: Path, document: dict[str, Any], name: str = "config.
 
 
 def run_in_process(config_path: Path, spark_session):
-    """Run the migration on the shared Spark session; returns its summary."""
+    """Run a snapshot migration on the shared Spark session; returns its summary."""
     from migrator.config import load_config
     from migrator.run import migrate
 
-    return migrate(load_config(str(config_path)), lambda: spark_session)
+    return migrate(load_config(str(config_path)), lambda: spark_session).snapshot
 
 
 def run_job(config_path: Path, *, spark_submit: bool = False, master: str = "local[2]", env=None, timeout=600):

@@ -56,7 +56,14 @@ class BatchWriter:
         self._pending: list[dict[str, Any]] = []
 
     def put(self, item: Item) -> None:
-        self._pending.append({"PutRequest": {"Item": item}})
+        self._add({"PutRequest": {"Item": item}})
+
+    def delete(self, key: Item) -> None:
+        """Delete an item by its key attributes (deleting a missing item is a no-op)."""
+        self._add({"DeleteRequest": {"Key": key}})
+
+    def _add(self, request: dict[str, Any]) -> None:
+        self._pending.append(request)
         if len(self._pending) >= self._batch_size:
             self.flush()
 
@@ -113,4 +120,11 @@ def _write_units(response: dict[str, Any], sent: list[dict[str, Any]], unprocess
     if consumed:
         return float(sum(entry.get("CapacityUnits", 0) for entry in consumed))
     written = sent[: len(sent) - len(unprocessed)] if unprocessed else sent
-    return float(sum(math.ceil(item_size_bytes(r["PutRequest"]["Item"]) / 1024) or 1 for r in written))
+    return float(sum(_request_units(r) for r in written))
+
+
+def _request_units(request: dict[str, Any]) -> int:
+    """One unit per started KB of a put item; a delete costs at least one unit."""
+    if "PutRequest" in request:
+        return math.ceil(item_size_bytes(request["PutRequest"]["Item"]) / 1024) or 1
+    return 1

@@ -144,7 +144,7 @@ def test_messages_are_built_from_facts():
     assert "7 items" in failed and "10 attempts" in failed and "throughputWritePercent" in failed
     checkpoint = str(CheckpointError("shard shardId-1 is gone", "./checkpoints/app"))
     assert checkpoint.startswith("checkpoint ./checkpoints/app: shard shardId-1 is gone; ")
-    assert "delete the checkpoint directory" in checkpoint and "invalidCheckpointBehavior: restart" in checkpoint
+    assert "delete the checkpoint directory" in checkpoint and "new snapshot" in checkpoint
     assert str(CheckpointError("x")).startswith("checkpoint: x; ")
 
 

@@ -124,7 +124,7 @@ def test_another_stream_is_refused_with_what_happened_and_the_fix():
     message = str(raised.value)
     assert ARN in message and OTHER_ARN in message
     assert "delete the checkpoint directory" in message
-    assert "invalidCheckpointBehavior: restart" in message
+    assert "delete the checkpoint directory and the savepoint" in message
     assert raised.value.retryable is False and raised.value.exit_code == 2
 
 

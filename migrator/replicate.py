@@ -1,0 +1,377 @@
+"""Replicate the source's changes into the target: a Structured Streaming query over DynamoDB Streams.
+
+The source is a Python data source (`dynamodb_changes`). Its offset is the position of
+every shard (`migrator.stream.offsets.StreamOffset`), held by Spark's checkpoint. The
+reader's methods run in a Python process under the driver JVM: `latestOffset` discovers
+shards, reads the readable ones (children only after their parent is fully read) and
+caches the records for `partitions`, which hands them to the executors. After a restart
+nothing is cached and executors re-read the planned range by sequence number. Spark calls
+`partitions(offset, offset)` with the last offset of its log on restart (AcceptsLatestSeenOffset
+in 4.0 and later), which is how the reader learns where it stands.
+
+Each micro-batch is applied in `foreachBatch`: changes are partitioned by key, collapsed
+to the last state per key, and written; a failure fails the batch, so its offsets are
+not committed and it is replayed, idempotently, on the next run.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+
+from migrator import aws
+from migrator.config import LoadedConfig, load_config
+from migrator.connection import ClientSpec
+from migrator.errors import CheckpointError, MigratorError
+from migrator.items import from_dynamodb_json, rename_attributes, to_dynamodb_json
+from migrator.ratelimit import CapacityLimiter
+from migrator.stream.collapse import collapse, key_repr
+from migrator.stream.dynamodb_streams import StreamInfo, list_shards, read_shard
+from migrator.stream.offsets import ShardPosition, StreamOffset
+from migrator.stream.records import DELETE, ChangeRecord, from_dynamodb_stream_record
+from migrator.stream.shards import depth, readable_shards
+from migrator.target.writer import BatchWriter, WriteCounters
+
+log = logging.getLogger(__name__)
+
+SOURCE_NAME = "dynamodb_changes"
+ROW_SCHEMA = (
+    "key STRING, operation STRING, keys STRING, image STRING, shard_id STRING, "
+    "sequence_number STRING, depth INT, created_at DOUBLE, ttl_delete BOOLEAN, needs_lookup BOOLEAN"
+)
+RECORDS_PER_SHARD_PER_BATCH = 1000
+TRIGGER_INTERVAL = "1 second"
+
+
+# ---- the data source: runs in a Python process under the driver JVM, and on executors ----
+
+
+@dataclass(frozen=True)
+class ShardRange:
+    """Records of one shard after `after` up to `until` (inclusive), maybe already read."""
+
+    source: ClientSpec
+    stream_arn: str
+    shard_id: str
+    after: str | None
+    until: str
+    depth: int
+    key_names: tuple[str, ...]
+    view_type: str
+    records: list[dict[str, Any]] | None = field(default=None, compare=False)
+
+
+class ChangesDataSource(DataSource):
+    """`spark.readStream.format("dynamodb_changes")`: options `config`, `streamArn`, `viewType`, `keyNames`."""
+
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE_NAME
+
+    def schema(self) -> str:
+        return ROW_SCHEMA
+
+    def streamReader(self, schema) -> "ChangesReader":
+        return ChangesReader(self.options)
+
+
+class ChangesReader(DataSourceStreamReader):
+    """Offsets are per-shard positions; the driver plans one partition per shard with new records."""
+
+    def __init__(self, options: dict[str, str]):
+        # Credentials are not options (options show in query plans): they come from the config file.
+        config = load_config(options["config"]).config
+        self._source = config.source.client_spec("source")
+        self._arn = options["streamArn"]
+        self._view_type = options["viewType"]
+        self._key_names = tuple(json.loads(options["keyNames"]))
+        self._position: StreamOffset | None = None
+        self._cache: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
+
+    def _streams(self):
+        return aws.client(self._source, "dynamodbstreams")
+
+    def initialOffset(self) -> dict:
+        shards = list_shards(self._streams(), self._arn)
+        return StreamOffset.empty(self._arn).with_shards(shards).to_dict()
+
+    def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict:
+        """Read what is new in every readable shard; the offset after it ends the next batch."""
+        current = self._position or StreamOffset.from_dict(self.initialOffset(), self._arn)
+        listed = list_shards(self._streams(), self._arn)
+        lost = current.lost_shards(listed)
+        if lost:
+            raise CheckpointError(f"shards {', '.join(lost)} of the checkpoint are gone from the stream before being read to their end")
+        current = current.without_trimmed(listed).with_shards(listed)
+        for shard in readable_shards(listed, current.finished):
+            after = current.shards[shard.shard_id].sequence_number
+            read = read_shard(self._streams(), self._arn, shard.shard_id, after, max_records=RECORDS_PER_SHARD_PER_BATCH)
+            if read.records:
+                self._cache[(shard.shard_id, after)] = read.records
+                current = current.advance(shard.shard_id, read.records[-1]["dynamodb"]["SequenceNumber"])
+            if read.reached_end and shard.closed:
+                current = current.finish(shard.shard_id)
+        self._position = current
+        return current.to_dict()
+
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        first, last = StreamOffset.from_dict(start, self._arn), StreamOffset.from_dict(end, self._arn)
+        if self._position is None:  # a restart: Spark tells us where its log ends
+            self._position = last
+        if first == last:
+            return []
+        depths = depth(list_shards(self._streams(), self._arn))
+        ranges = []
+        for shard_id, position in last.shards.items():
+            after = first.shards.get(shard_id, ShardPosition()).sequence_number
+            if position.sequence_number is None or position.sequence_number == after:
+                continue
+            cached = self._cache.pop((shard_id, after), None)
+            if cached and cached[-1]["dynamodb"]["SequenceNumber"] != position.sequence_number:
+                cached = None
+            ranges.append(
+                InputPartition(
+                    ShardRange(
+                        self._source, self._arn, shard_id, after, position.sequence_number,
+                        depths.get(shard_id, 0), self._key_names, self._view_type, cached,
+                    )
+                )
+            )  # fmt: skip
+        return ranges
+
+    def read(self, partition: InputPartition) -> Iterator[tuple]:
+        planned: ShardRange = partition.value
+        records = planned.records
+        if records is None:  # nothing cached (a restart): read the same range again by sequence number
+            streams = aws.client(planned.source, "dynamodbstreams")
+            records = read_shard(
+                streams, planned.stream_arn, planned.shard_id, planned.after,
+                max_records=10**7, max_calls=10**5, until=planned.until,
+            ).records  # fmt: skip
+        for record in records:
+            change = from_dynamodb_stream_record(
+                record, planned.key_names, planned.shard_id, planned.depth, planned.view_type
+            )
+            yield _to_row(change)
+
+    def commit(self, end: dict) -> None:
+        """Nothing to do: Spark's checkpoint holds the offsets."""
+
+
+def _to_row(change: ChangeRecord) -> tuple:
+    image = json.dumps(to_dynamodb_json(change.new_image)) if change.new_image is not None else None
+    return (
+        key_repr(change.key), change.operation, json.dumps(to_dynamodb_json(change.keys)), image,
+        change.shard_id, change.sequence_number, change.order[0], change.created_at,
+        change.user_identity_is_ttl, change.needs_lookup,
+    )  # fmt: skip
+
+
+def _from_row(row: Any) -> ChangeRecord:
+    keys = from_dynamodb_json(json.loads(row["keys"]))
+    image = from_dynamodb_json(json.loads(row["image"])) if row["image"] is not None else None
+    return ChangeRecord(
+        key=row["key"], keys=keys, operation=row["operation"], new_image=image,
+        shard_id=row["shard_id"], sequence_number=row["sequence_number"], created_at=row["created_at"],
+        order=(row["depth"], int(row["sequence_number"])),
+        user_identity_is_ttl=row["ttl_delete"], needs_lookup=row["needs_lookup"],
+    )  # fmt: skip
+
+
+# ---- applying a micro-batch: on executors, partitioned by key ----
+
+
+@dataclass(frozen=True)
+class ApplyTask:
+    """What an executor needs to apply changes: plain values only."""
+
+    source: ClientSpec
+    target: ClientSpec
+    source_table: str
+    target_table: str
+    renames: tuple[tuple[str, str], ...]
+    batch_size: int
+    target_reports_capacity: bool
+
+
+@dataclass(frozen=True)
+class ApplyOutcome:
+    records: int = 0
+    puts: int = 0
+    deletes: int = 0
+    newest_created_at: float = 0.0
+    error: MigratorError | None = None
+
+
+def apply_partition(task: ApplyTask, rows: Iterator[Any]) -> Iterator[ApplyOutcome]:
+    """Collapse this partition's changes to one per key and write them; never raises."""
+    changes = [_from_row(row) for row in rows]
+    try:
+        puts, deletes = _apply(task, collapse(changes))
+        error = None
+    except MigratorError as exc:
+        puts = deletes = 0
+        error = exc
+    newest = max((c.created_at for c in changes), default=0.0)
+    yield ApplyOutcome(len(changes), puts, deletes, newest, error)
+
+
+def _apply(task: ApplyTask, changes: list[ChangeRecord]) -> tuple[int, int]:
+    renames = dict(task.renames)
+    writer = BatchWriter(
+        aws.client(task.target), task.target_table, batch_size=task.batch_size,
+        limiter=CapacityLimiter(None), counters=WriteCounters(), report_capacity=task.target_reports_capacity,
+    )  # fmt: skip
+    puts = deletes = 0
+    for change in changes:
+        image = _lookup(task, change) if change.needs_lookup else change.new_image
+        if change.operation == DELETE or image is None:
+            writer.delete(rename_attributes(change.keys, renames))
+            deletes += 1
+        else:
+            writer.put(rename_attributes(image, renames))
+            puts += 1
+    writer.flush()
+    return puts, deletes
+
+
+def _lookup(task: ApplyTask, change: ChangeRecord):
+    """The item's current state in the source (the stream did not carry it), or None if gone."""
+    with aws.translated("reading the current state of a changed item from", f"source table {task.source_table!r}"):
+        response = aws.client(task.source).get_item(TableName=task.source_table, Key=change.keys, ConsistentRead=True)
+    return response.get("Item")
+
+
+# ---- the query: runs on the driver until Ctrl+C ----
+
+
+@dataclass
+class ReplicationSummary:
+    batches: int = 0
+    records: int = 0
+    puts: int = 0
+    deletes: int = 0
+    lag_seconds: float | None = None
+    started: float = field(default_factory=time.monotonic)
+
+    def render(self) -> str:
+        lag = f"{self.lag_seconds:.1f}s" if self.lag_seconds is not None else "n/a"
+        return "\n".join(
+            [
+                "replication stopped",
+                f"  batches:         {self.batches:,}",
+                f"  stream records:  {self.records:,}",
+                f"  items put:       {self.puts:,}",
+                f"  items deleted:   {self.deletes:,}",
+                f"  last lag:        {lag}",
+                f"  seconds:         {time.monotonic() - self.started:,.1f}",
+                "  the source's stream was left enabled: disable it yourself when done",
+            ]
+        )
+
+
+def replicate(
+    spark: SparkSession,
+    loaded: LoadedConfig,
+    stream: StreamInfo,
+    checkpoint: str,
+    should_stop: Callable[[ReplicationSummary], bool] | None = None,
+) -> ReplicationSummary:
+    """Replay the stream into the target until Ctrl+C (or `should_stop`, for notebooks and tests)."""
+    config = loaded.config
+    spark.dataSource.register(ChangesDataSource)
+    task = ApplyTask(
+        source=config.source.client_spec("source"),
+        target=config.target.client_spec("target"),
+        source_table=config.source.table,
+        target_table=config.target.table,
+        renames=tuple(config.rename_map.items()),
+        batch_size=config.target.batch_size,
+        target_reports_capacity=not config.target.strips_consumed_capacity,
+    )
+    summary = ReplicationSummary()
+    changes = (
+        spark.readStream.format(SOURCE_NAME)
+        .option("config", loaded.path)
+        .option("streamArn", stream.arn)
+        .option("viewType", stream.view_type)
+        .option("keyNames", json.dumps(list(stream.key_names)))
+        .load()
+    )
+    parallelism = spark.sparkContext.defaultParallelism
+
+    def apply_batch(batch: DataFrame, batch_id: int) -> None:
+        spark.sparkContext.setJobDescription(f"replicate {config.source.table} → {config.target.table}: batch {batch_id}")
+        outcomes = batch.repartition(parallelism, "key").rdd.mapPartitions(
+            lambda rows: apply_partition(task, rows)
+        ).collect()
+        failed = [o.error for o in outcomes if o.error is not None]
+        if failed:
+            raise failed[0]
+        _record(summary, batch_id, outcomes)
+
+    _leave_ctrl_c_to_the_driver(spark)
+    query = (
+        changes.writeStream.foreachBatch(apply_batch)
+        .option("checkpointLocation", checkpoint)
+        .trigger(processingTime=TRIGGER_INTERVAL)
+        .queryName(f"replicate {config.source.table}")
+        .start()
+    )
+    log.info("replicating changes of %r into %r (checkpoint %s); Ctrl+C stops", config.source.table, config.target.table, checkpoint)
+    try:
+        while query.isActive:
+            query.awaitTermination(1)
+            if should_stop is not None and should_stop(summary):
+                query.stop()
+    except KeyboardInterrupt:
+        log.info("stopping: the checkpoint keeps the last applied batch")
+        try:
+            query.stop()
+        except Exception:  # the JVM may already be shutting down on the same signal
+            pass
+        return summary
+    if query.exception() is not None:
+        raise _query_error(query.exception())
+    return summary
+
+
+def _leave_ctrl_c_to_the_driver(spark: SparkSession) -> None:
+    """Make the JVM ignore SIGINT, so Ctrl+C stops the query through the Python driver.
+
+    Under spark-submit the JVM is the parent process and gets Ctrl+C too: its shutdown
+    hooks would stop Spark under the running batch and make spark-submit exit 130 whatever
+    the driver returns. (Launched from plain Python, PySpark already starts it this way.)
+    """
+    jvm = spark.sparkContext._jvm
+    jvm.sun.misc.Signal.handle(jvm.sun.misc.Signal("INT"), jvm.sun.misc.SignalHandler.SIG_IGN)
+
+
+def _record(summary: ReplicationSummary, batch_id: int, outcomes: list[ApplyOutcome]) -> None:
+    summary.batches += 1
+    records = sum(o.records for o in outcomes)
+    summary.records += records
+    summary.puts += sum(o.puts for o in outcomes)
+    summary.deletes += sum(o.deletes for o in outcomes)
+    newest = max((o.newest_created_at for o in outcomes), default=0.0)
+    if newest:
+        summary.lag_seconds = max(0.0, time.time() - newest)
+    if records:
+        log.info(
+            "replicate: batch %d: %d records, %d puts, %d deletes, lag %.1fs",
+            batch_id, records, sum(o.puts for o in outcomes), sum(o.deletes for o in outcomes), summary.lag_seconds or 0,
+        )  # fmt: skip
+
+
+def _query_error(exc: Any) -> MigratorError:
+    text = str(exc.desc if hasattr(exc, "desc") else exc)
+    for line in text.splitlines():
+        if "Error:" in line or "error:" in line:
+            return MigratorError(f"replicating changes failed: {line.strip()[:500]}")
+    return MigratorError(f"replicating changes failed: {text.strip().splitlines()[0][:500] if text.strip() else exc}")

@@ -1,0 +1,169 @@
+"""DynamoDB Streams over boto3: make sure the source has a stream, list its shards, read them.
+
+Reading a shard is always "records after sequence number S" (or from TRIM_HORIZON), so a
+range planned by the driver can be read again on any executor after a restart. Iterators
+expire after 15 minutes: an expired one is re-acquired after the last record read.
+Records trimmed past the 24-hour retention, or a shard that is gone, are never skipped:
+they raise CheckpointError.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import botocore.exceptions as bx
+
+from migrator import errors
+from migrator.aws import translated
+from migrator.stream.shards import Shard
+
+log = logging.getLogger(__name__)
+
+STREAM_ENABLED_TIMEOUT_SECONDS = 120
+THROTTLE_BACKOFF_SECONDS = (0.2, 0.5, 1.0, 2.0, 4.0)  # LimitExceeded: at most 5 GetRecords/s per shard
+
+
+@dataclass(frozen=True)
+class StreamInfo:
+    """The source table's stream."""
+
+    arn: str
+    view_type: str
+    key_names: tuple[str, ...]
+
+
+def ensure_stream(client: Any, table: str) -> StreamInfo:
+    """The table's stream; one with NEW_AND_OLD_IMAGES is enabled when it has none."""
+    with translated("describing", f"source table {table!r}"):
+        description = client.describe_table(TableName=table)["Table"]
+    key_names = tuple(k["AttributeName"] for k in description["KeySchema"])
+    spec = description.get("StreamSpecification") or {}
+    if spec.get("StreamEnabled") and description.get("LatestStreamArn"):
+        log.info("source %r has a stream (%s): using it", table, spec.get("StreamViewType"))
+        return StreamInfo(description["LatestStreamArn"], spec.get("StreamViewType", "NEW_AND_OLD_IMAGES"), key_names)
+    with translated("enabling a stream on", f"source table {table!r}"):
+        client.update_table(
+            TableName=table, StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}
+        )
+    arn = _wait_for_stream(client, table)
+    log.info("enabled a NEW_AND_OLD_IMAGES stream on %r; it is not deleted when the migrator stops", table)
+    return StreamInfo(arn, "NEW_AND_OLD_IMAGES", key_names)
+
+
+def _wait_for_stream(client: Any, table: str) -> str:
+    deadline = time.monotonic() + STREAM_ENABLED_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        with translated("describing", f"source table {table!r}"):
+            description = client.describe_table(TableName=table)["Table"]
+        if description.get("LatestStreamArn") and description.get("TableStatus") == "ACTIVE":
+            return description["LatestStreamArn"]
+        time.sleep(1)
+    raise errors.SourceError(f"the stream of {table!r} was not enabled after {STREAM_ENABLED_TIMEOUT_SECONDS} s")
+
+
+def list_shards(streams: Any, arn: str) -> list[Shard]:
+    """Every shard DescribeStream lists, following its pagination."""
+    shards: list[Shard] = []
+    request: dict[str, Any] = {"StreamArn": arn}
+    while True:
+        with translated("describing", f"stream {arn}"):
+            description = streams.describe_stream(**request)["StreamDescription"]
+        shards += [Shard.from_description(s) for s in description.get("Shards", [])]
+        last = description.get("LastEvaluatedShardId")
+        if not last:
+            return shards
+        request["ExclusiveStartShardId"] = last
+
+
+@dataclass
+class ShardRead:
+    """Records read from one shard, and whether the shard is closed and fully read."""
+
+    records: list[dict[str, Any]]
+    reached_end: bool
+
+
+def read_shard(
+    streams: Any,
+    arn: str,
+    shard_id: str,
+    after: str | None,
+    *,
+    max_records: int = 1000,
+    max_calls: int = 4,
+    until: str | None = None,
+) -> ShardRead:
+    """Records of a shard after sequence number `after` (from TRIM_HORIZON when None).
+
+    Stops after `max_records`, after `max_calls` GetRecords (an open shard's empty pages
+    mean "nothing new yet"), at the end of a closed shard, or past `until` (inclusive).
+    """
+    records: list[dict[str, Any]] = []
+    iterator = _iterator(streams, arn, shard_id, after)
+    calls = 0
+    while iterator and calls < max_calls and len(records) < max_records:
+        calls += 1
+        try:
+            response = _get_records(streams, iterator, min(1000, max_records - len(records)), arn, shard_id)
+        except _Expired:
+            last = records[-1]["dynamodb"]["SequenceNumber"] if records else after
+            iterator = _iterator(streams, arn, shard_id, last)
+            continue
+        for record in response.get("Records", []):
+            if until is not None and int(record["dynamodb"]["SequenceNumber"]) > int(until):
+                return ShardRead(records, reached_end=False)
+            records.append(record)
+        if until is not None and records and records[-1]["dynamodb"]["SequenceNumber"] == until:
+            return ShardRead(records, reached_end=False)
+        iterator = response.get("NextShardIterator")
+        if not response.get("Records") and until is None:
+            break
+    return ShardRead(records, reached_end=iterator is None)
+
+
+class _Expired(Exception):
+    """The shard iterator expired (15 minutes): get a new one after the last record."""
+
+
+def _iterator(streams: Any, arn: str, shard_id: str, after: str | None) -> str | None:
+    request: dict[str, Any] = {"StreamArn": arn, "ShardId": shard_id}
+    if after is None:
+        request["ShardIteratorType"] = "TRIM_HORIZON"
+    else:
+        request.update(ShardIteratorType="AFTER_SEQUENCE_NUMBER", SequenceNumber=after)
+    try:
+        return streams.get_shard_iterator(**request).get("ShardIterator")
+    except bx.ClientError as exc:
+        raise _checkpoint_or_translated(exc, shard_id, after, "getting an iterator for") from exc
+
+
+def _get_records(streams: Any, iterator: str, limit: int, arn: str, shard_id: str) -> dict[str, Any]:
+    for pause in (*THROTTLE_BACKOFF_SECONDS, None):
+        try:
+            return streams.get_records(ShardIterator=iterator, Limit=limit)
+        except bx.ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code")
+            if code == "ExpiredIteratorException":
+                raise _Expired() from exc
+            if code == "LimitExceededException" and pause is not None:
+                time.sleep(pause)
+                continue
+            raise _checkpoint_or_translated(exc, shard_id, None, "reading") from exc
+    raise AssertionError("unreachable")
+
+
+def _checkpoint_or_translated(exc: bx.ClientError, shard_id: str, after: str | None, action: str):
+    code = exc.response.get("Error", {}).get("Code")
+    if code == "TrimmedDataAccessException":
+        return errors.CheckpointError(
+            f"records of shard {shard_id} after sequence number {after} were trimmed (older than the "
+            "stream's 24-hour retention): changes would be lost"
+        )
+    if code == "ResourceNotFoundException":
+        return errors.CheckpointError(f"shard {shard_id} of the checkpoint no longer exists in the stream")
+    from migrator.aws import translate_error
+
+    return translate_error(exc, action, f"stream shard {shard_id}")

@@ -1,0 +1,123 @@
+"""Snapshot, then replay DynamoDB Streams changes until Ctrl+C; restart from the checkpoint.
+
+moto's DynamoDB Streams over HTTP (one shard), spark-submit as a user runs it.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+from all_types import by_key
+from conftest import put_items, scan_all, side, write_config
+from sample_data import create_sample_table, make_item, make_items
+from test_resume import start_job
+
+pytestmark = pytest.mark.integration
+
+
+class Writer(threading.Thread):
+    """Puts, updates and deletes on the source until stopped; the same few keys again and again."""
+
+    def __init__(self, client, table: str, seed: int):
+        super().__init__(daemon=True)
+        self.client, self.table, self.random = client, table, random.Random(seed)
+        self.stop = threading.Event()
+        self.writes = 0
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            self.write_once()
+            time.sleep(0.01)
+
+    def write_once(self) -> None:
+        number = self.random.randrange(0, 400)
+        item = make_item(number)
+        action = self.random.random()
+        if action < 0.2:
+            self.client.delete_item(TableName=self.table, Key={"pk": item["pk"], "sk": item["sk"]})
+        else:
+            item["version"] = {"N": str(self.writes)}
+            self.client.put_item(TableName=self.table, Item=item)
+        self.writes += 1
+
+
+def wait_until_converged(client, source: str, target: str, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        want, got = by_key(scan_all(client, source)), by_key(scan_all(client, target))
+        if want == got:
+            return
+        if time.monotonic() > deadline:
+            missing = len(set(want) - set(got))
+            extra = len(set(got) - set(want))
+            differing = sum(1 for k in set(want) & set(got) if want[k] != got[k])
+            raise AssertionError(f"not converged: {missing} missing, {extra} resurrected/extra, {differing} differ")
+        time.sleep(1)
+
+
+def wait_for_output(job: subprocess.Popen, text: str, lines: list[str], timeout: float = 180) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = job.stdout.readline()
+        if line:
+            lines.append(line)
+            if text in line:
+                return
+        elif job.poll() is not None:
+            break
+    raise AssertionError(f"{text!r} never appeared:\n{''.join(lines[-60:])}")
+
+
+def drain(job: subprocess.Popen, lines: list[str]) -> threading.Thread:
+    reader = threading.Thread(target=lambda: lines.extend(job.stdout), daemon=True)
+    reader.start()
+    return reader
+
+
+def test_snapshot_then_changes_until_ctrl_c_and_restart(dynamodb, endpoint_url, table_name, tmp_path):
+    source, target = table_name("live"), table_name("live-copy")
+    create_sample_table(dynamodb, source)
+    put_items(dynamodb, source, make_items(400))
+    config = write_config(
+        tmp_path,
+        {
+            "source": side(endpoint_url, source, scanSegments=4),
+            "target": side(endpoint_url, target, streamChanges=True),
+            "checkpointLocation": str(tmp_path / "checkpoint"),
+        },
+    )
+    writer = Writer(dynamodb, source, seed=3)
+    lines: list[str] = []
+    job = start_job(config)
+    writer.start()  # writes during the snapshot must reach the target through the stream
+    wait_for_output(job, "replicating changes of", lines)
+    time.sleep(3)
+    writer.stop.set()
+    writer.join()
+    assert writer.writes > 50
+    wait_until_converged(dynamodb, source, target)
+
+    os.killpg(job.pid, signal.SIGINT)
+    reader = drain(job, lines)
+    assert job.wait(timeout=60) == 0, "".join(lines[-60:])
+    reader.join(timeout=10)
+    assert "replication stopped" in "".join(lines)
+
+    stopped_writer = Writer(dynamodb, source, seed=4)
+    for _ in range(150):  # writes while the migrator is stopped
+        stopped_writer.write_once()
+    lines2: list[str] = []
+    job = start_job(config)
+    wait_for_output(job, "replicating changes of", lines2)
+    assert "4 already copied by an earlier run" in "".join(lines2), "no new snapshot after a completed one"
+    wait_until_converged(dynamodb, source, target)
+    os.killpg(job.pid, signal.SIGINT)
+    reader = drain(job, lines2)
+    assert job.wait(timeout=60) == 0, "".join(lines2[-60:])
