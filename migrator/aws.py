@@ -108,6 +108,14 @@ def _session(spec: ClientSpec) -> boto3.session.Session:
     return boto3.session.Session(botocore_session=botocore_session, region_name=spec.region)
 
 
+def credentials(spec: ClientSpec):
+    """The botocore credentials for `spec` (refreshing when a role is assumed), for signing by hand."""
+    found = _session(spec).get_credentials()
+    if found is None:
+        raise translate_error(bx.NoCredentialsError(), "signing requests for", spec.where)
+    return found
+
+
 def retries_of(response: dict[str, Any]) -> int:
     """How many retries botocore needed for this response (0 when it succeeded at once)."""
     return int(response.get("ResponseMetadata", {}).get("RetryAttempts", 0))

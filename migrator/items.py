@@ -36,7 +36,7 @@ def _value_size(value: Mapping[str, Any]) -> int:
     if kind == "N":
         return _number_size(payload)
     if kind == "B":
-        return len(payload)
+        return _binary_size(payload)
     if kind in ("BOOL", "NULL"):
         return 1
     if kind == "SS":
@@ -44,12 +44,19 @@ def _value_size(value: Mapping[str, Any]) -> int:
     if kind == "NS":
         return sum(_number_size(n) for n in payload)
     if kind == "BS":
-        return sum(len(b) for b in payload)
+        return sum(_binary_size(b) for b in payload)
     if kind == "L":
         return 3 + sum(1 + _value_size(v) for v in payload)
     if kind == "M":
         return 3 + sum(1 + len(k.encode("utf-8")) + _value_size(v) for k, v in payload.items())
     raise ValueError(f"unknown DynamoDB attribute type {kind!r}")
+
+
+def _binary_size(payload: bytes | str) -> int:
+    """Bytes of a binary value, given as bytes (boto3) or as base64 text (DynamoDB JSON)."""
+    if isinstance(payload, str):
+        return len(payload) * 3 // 4 - payload[-2:].count("=")
+    return len(payload)
 
 
 def _number_size(number: str) -> int:

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 import logging
+import signal
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
@@ -325,21 +327,43 @@ def replicate(
         .start()
     )
     log.info("replicating changes of %r into %r (checkpoint %s); Ctrl+C stops", config.source.table, config.target.table, checkpoint)
-    try:
-        while query.isActive:
+    with _StopOnCtrlC() as ctrl_c:
+        while query.isActive and not ctrl_c.requested:
             query.awaitTermination(1)
             if should_stop is not None and should_stop(summary):
-                query.stop()
-    except KeyboardInterrupt:
-        log.info("stopping: the checkpoint keeps the last applied batch")
-        try:
+                break
+        if query.isActive:
+            log.info("stopping: the checkpoint keeps the last applied batch")
             query.stop()
-        except Exception:  # the JVM may already be shutting down on the same signal
-            pass
-        return summary
     if query.exception() is not None:
         raise _query_error(query.exception())
     return summary
+
+
+class _StopOnCtrlC:
+    """While the query runs, Ctrl+C only sets a flag; the loop then stops the query.
+
+    The handler must not call into the JVM: the main thread may be inside a py4j call, and
+    PySpark's own handler (cancelAllJobs) would re-enter it. A second Ctrl+C interrupts.
+    """
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous = None
+
+    def __enter__(self) -> "_StopOnCtrlC":
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def _handle(self, signum, frame) -> None:
+        if self.requested:
+            raise KeyboardInterrupt()
+        self.requested = True
+
+    def __exit__(self, *exc) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
 
 
 def _leave_ctrl_c_to_the_driver(spark: SparkSession) -> None:

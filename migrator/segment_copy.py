@@ -12,13 +12,13 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from migrator import aws
 from migrator.connection import ClientSpec
 from migrator.errors import MigratorError, SegmentFailed
 from migrator.items import is_expired, rename_attributes
 from migrator.ratelimit import CapacityLimiter
 from migrator.source.scan import ScanCounters, scan_segment
 from migrator.target.writer import BatchWriter, WriteCounters
+from migrator.wire import wire_client
 
 log = logging.getLogger(__name__)
 
@@ -89,8 +89,9 @@ def copy_segment(task: SegmentTask) -> SegmentOutcome:
 
 def _copy(task: SegmentTask, scan_counters: ScanCounters, write_counters: WriteCounters) -> int:
     renames = dict(task.renames)
+    # Items pass through as the DynamoDB JSON the service sent (see migrator.wire).
     writer = BatchWriter(
-        aws.client(task.target),
+        wire_client(task.target),
         task.target_table,
         batch_size=task.batch_size,
         limiter=CapacityLimiter(task.write_units_per_second),
@@ -98,7 +99,7 @@ def _copy(task: SegmentTask, scan_counters: ScanCounters, write_counters: WriteC
         report_capacity=task.target_reports_capacity,
     )
     pages = scan_segment(
-        aws.client(task.source),
+        wire_client(task.source),
         task.source_table,
         task.segment,
         task.total_segments,

@@ -260,3 +260,13 @@ def test_numbers_stay_exact_strings(number):
 def test_dynamodb_json_keeps_bool_and_null_as_json_literals():
     document = to_dynamodb_json({"t": {"BOOL": True}, "z": {"NULL": True}})
     assert json.dumps(document) == '{"t": {"BOOL": true}, "z": {"NULL": true}}'
+
+
+def test_binary_size_is_the_same_as_bytes_or_as_base64_text():
+    """Raw DynamoDB JSON (migrator.wire) carries binary as base64 text: sizes must not change."""
+    import base64
+
+    for raw in (b"", b"\x00", b"\x00\xff", b"abc", b"\x01" * 1000):
+        text = base64.b64encode(raw).decode()
+        assert item_size_bytes({"b": {"B": text}}) == item_size_bytes({"b": {"B": raw}})
+        assert item_size_bytes({"s": {"BS": [text, text]}}) == item_size_bytes({"s": {"BS": [raw, raw]}})
