@@ -252,6 +252,9 @@ class MigratorConfig(_Model):
     skip_segments: list[Annotated[int, Field(ge=0)]] = Field(default_factory=list)
     validation: Validation | None = None
     checkpoint_location: str | None = None
+    # Replication: Prometheus endpoint on the driver, and the lag below which it reports ready.
+    metrics_port: int | None = Field(default=None, ge=1, le=65535)
+    ready_lag: float = Field(default=2.0, gt=0)
 
     @field_validator("renames")
     @classmethod

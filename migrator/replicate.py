@@ -32,6 +32,7 @@ from migrator.config import LoadedConfig, load_config
 from migrator.connection import ClientSpec
 from migrator.errors import CheckpointError, MigratorError
 from migrator.items import from_dynamodb_json, rename_attributes, to_dynamodb_json
+from migrator.metrics import ReplicationMetrics
 from migrator.ratelimit import CapacityLimiter
 from migrator.stream.collapse import collapse, key_repr
 from migrator.stream.dynamodb_streams import StreamInfo, list_shards, read_shard
@@ -207,6 +208,8 @@ class ApplyOutcome:
     records: int = 0
     puts: int = 0
     deletes: int = 0
+    retries: int = 0
+    shards: frozenset[str] = frozenset()
     newest_created_at: float = 0.0
     error: MigratorError | None = None
 
@@ -214,21 +217,23 @@ class ApplyOutcome:
 def apply_partition(task: ApplyTask, rows: Iterator[Any]) -> Iterator[ApplyOutcome]:
     """Collapse this partition's changes to one per key and write them; never raises."""
     changes = [_from_row(row) for row in rows]
+    counters = WriteCounters()
     try:
-        puts, deletes = _apply(task, collapse(changes))
+        puts, deletes = _apply(task, collapse(changes), counters)
         error = None
     except MigratorError as exc:
         puts = deletes = 0
         error = exc
     newest = max((c.created_at for c in changes), default=0.0)
-    yield ApplyOutcome(len(changes), puts, deletes, newest, error)
+    shards = frozenset(c.shard_id for c in changes)
+    yield ApplyOutcome(len(changes), puts, deletes, counters.retries, shards, newest, error)
 
 
-def _apply(task: ApplyTask, changes: list[ChangeRecord]) -> tuple[int, int]:
+def _apply(task: ApplyTask, changes: list[ChangeRecord], counters: WriteCounters) -> tuple[int, int]:
     renames = dict(task.renames)
     writer = BatchWriter(
         aws.client(task.target), task.target_table, batch_size=task.batch_size,
-        limiter=CapacityLimiter(None), counters=WriteCounters(), report_capacity=task.target_reports_capacity,
+        limiter=CapacityLimiter(None), counters=counters, report_capacity=task.target_reports_capacity,
     )  # fmt: skip
     puts = deletes = 0
     for change in changes:
@@ -298,6 +303,7 @@ def replicate(
         target_reports_capacity=not config.target.strips_consumed_capacity,
     )
     summary = ReplicationSummary()
+    metrics = ReplicationMetrics(config.ready_lag, config.metrics_port)
     changes = (
         spark.readStream.format(SOURCE_NAME)
         .option("config", loaded.path)
@@ -316,7 +322,7 @@ def replicate(
         failed = [o.error for o in outcomes if o.error is not None]
         if failed:
             raise failed[0]
-        _record(summary, batch_id, outcomes)
+        _record(summary, metrics, batch_id, outcomes)
 
     _leave_ctrl_c_to_the_driver(spark)
     query = (
@@ -330,6 +336,9 @@ def replicate(
     with _StopOnCtrlC() as ctrl_c:
         while query.isActive and not ctrl_c.requested:
             query.awaitTermination(1)
+            if not query.status["isDataAvailable"]:  # the reader found nothing new: caught up
+                metrics.caught_up()
+                summary.lag_seconds = 0.0
             if should_stop is not None and should_stop(summary):
                 break
         if query.isActive:
@@ -377,20 +386,22 @@ def _leave_ctrl_c_to_the_driver(spark: SparkSession) -> None:
     jvm.sun.misc.Signal.handle(jvm.sun.misc.Signal("INT"), jvm.sun.misc.SignalHandler.SIG_IGN)
 
 
-def _record(summary: ReplicationSummary, batch_id: int, outcomes: list[ApplyOutcome]) -> None:
-    summary.batches += 1
+def _record(summary: ReplicationSummary, metrics: ReplicationMetrics, batch_id: int, outcomes: list[ApplyOutcome]) -> None:
     records = sum(o.records for o in outcomes)
-    summary.records += records
-    summary.puts += sum(o.puts for o in outcomes)
-    summary.deletes += sum(o.deletes for o in outcomes)
+    puts, deletes = sum(o.puts for o in outcomes), sum(o.deletes for o in outcomes)
     newest = max((o.newest_created_at for o in outcomes), default=0.0)
-    if newest:
-        summary.lag_seconds = max(0.0, time.time() - newest)
+    lag = max(0.0, time.time() - newest) if newest else None
+    summary.batches += 1
+    summary.records += records
+    summary.puts += puts
+    summary.deletes += deletes
+    summary.lag_seconds = lag if lag is not None else summary.lag_seconds
+    metrics.observe(
+        records=records, puts=puts, deletes=deletes, retries=sum(o.retries for o in outcomes),
+        shards=len(frozenset().union(*(o.shards for o in outcomes))), lag_seconds=lag,
+    )  # fmt: skip
     if records:
-        log.info(
-            "replicate: batch %d: %d records, %d puts, %d deletes, lag %.1fs",
-            batch_id, records, sum(o.puts for o in outcomes), sum(o.deletes for o in outcomes), summary.lag_seconds or 0,
-        )  # fmt: skip
+        log.info("replicate: batch %d: %d records, %d puts, %d deletes, lag %.1fs", batch_id, records, puts, deletes, lag or 0)
 
 
 def _query_error(exc: Any) -> MigratorError:

@@ -11,11 +11,13 @@ import signal
 import subprocess
 import threading
 import time
+import urllib.request
 
 import pytest
 
 from all_types import by_key
 from conftest import put_items, scan_all, side, write_config
+from emulator import free_port
 from sample_data import create_sample_table, make_item, make_items
 from test_resume import start_job
 
@@ -46,6 +48,18 @@ class Writer(threading.Thread):
             item["version"] = {"N": str(self.writes)}
             self.client.put_item(TableName=self.table, Item=item)
         self.writes += 1
+
+
+def scrape(port: int) -> dict[str, float]:
+    """The Prometheus text exposition of the running job, as {"name{labels}": value}."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+        text = response.read().decode()
+    samples = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            samples[name] = float(value)
+    return samples
 
 
 def wait_until_converged(client, source: str, target: str, timeout: float = 120) -> None:
@@ -83,6 +97,7 @@ def drain(job: subprocess.Popen, lines: list[str]) -> threading.Thread:
 
 def test_snapshot_then_changes_until_ctrl_c_and_restart(dynamodb, endpoint_url, table_name, tmp_path):
     source, target = table_name("live"), table_name("live-copy")
+    metrics_port = free_port()
     create_sample_table(dynamodb, source)
     put_items(dynamodb, source, make_items(400))
     config = write_config(
@@ -91,6 +106,7 @@ def test_snapshot_then_changes_until_ctrl_c_and_restart(dynamodb, endpoint_url, 
             "source": side(endpoint_url, source, scanSegments=4),
             "target": side(endpoint_url, target, streamChanges=True),
             "checkpointLocation": str(tmp_path / "checkpoint"),
+            "metricsPort": metrics_port,
         },
     )
     writer = Writer(dynamodb, source, seed=3)
@@ -103,6 +119,10 @@ def test_snapshot_then_changes_until_ctrl_c_and_restart(dynamodb, endpoint_url, 
     writer.join()
     assert writer.writes > 50
     wait_until_converged(dynamodb, source, target)
+    metrics = scrape(metrics_port)
+    assert metrics['migrator_changes_applied_total{operation="put"}'] > 0
+    assert metrics["migrator_stream_records_consumed_total"] > 0  # writes before the stream was enabled are in the snapshot
+    assert metrics["migrator_ready"] == 1.0 and metrics["migrator_lag_ms"] < 2000
 
     os.killpg(job.pid, signal.SIGINT)
     reader = drain(job, lines)

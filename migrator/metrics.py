@@ -1,0 +1,81 @@
+"""Replication metrics on the driver: Prometheus counters and gauges, and the lag alerts.
+
+Lag is now minus the creation time of the newest change applied. DynamoDB Streams keeps
+records 24 hours, so a lag of 4 hours is worth a warning and 12 hours is the last call
+before changes start expiring unread (the thresholds the seeds recommend alerting on).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+
+log = logging.getLogger("migrator.metrics")
+
+WARN_LAG_SECONDS = 4 * 3600
+CRITICAL_LAG_SECONDS = 12 * 3600
+
+
+class ReplicationMetrics:
+    """Counters and gauges of one replication, served over HTTP when a port is given."""
+
+    def __init__(self, ready_lag_seconds: float, port: int | None = None):
+        self.registry = CollectorRegistry()
+        self.records = Counter(
+            "migrator_stream_records_consumed", "Stream records read and applied", registry=self.registry
+        )
+        self.applied = Counter(
+            "migrator_changes_applied", "Changes written to the target", ["operation"], registry=self.registry
+        )
+        self.transient_errors = Counter(
+            "migrator_transient_errors", "Retried throttling, 5xx and connection errors", registry=self.registry
+        )
+        self.batches = Counter("migrator_batches", "Micro-batches applied", registry=self.registry)
+        self.lag_ms = Gauge("migrator_lag_ms", "Now minus the newest applied change's creation time", registry=self.registry)
+        self.shards_active = Gauge("migrator_shards_active", "Shards that delivered records in the last batch", registry=self.registry)
+        self.ready = Gauge("migrator_ready", "1 once lag is below readyLag", registry=self.registry)
+        self._ready_lag = ready_lag_seconds
+        self._is_ready = False
+        self._alert_level = 0
+        if port is not None:
+            start_http_server(port, registry=self.registry)
+            log.info("Prometheus metrics on port %d", port)
+
+    def observe(self, *, records: int, puts: int, deletes: int, retries: int, shards: int, lag_seconds: float | None) -> None:
+        """Count one applied batch and update the gauges and alerts."""
+        self.batches.inc()
+        self.records.inc(records)
+        self.applied.labels("put").inc(puts)
+        self.applied.labels("delete").inc(deletes)
+        self.transient_errors.inc(retries)
+        self.shards_active.set(shards)
+        if lag_seconds is None:
+            return
+        self.lag_ms.set(lag_seconds * 1000)
+        self._alert(lag_seconds)
+        ready = lag_seconds < self._ready_lag
+        if ready and not self._is_ready:
+            log.info("ready: lag %.1fs is below readyLag %.1fs", lag_seconds, self._ready_lag)
+        self._is_ready = ready
+        self.ready.set(1 if ready else 0)
+
+    def caught_up(self) -> None:
+        """Nothing new in any shard: Spark runs no batch then, so the lag is set to zero here."""
+        self.lag_ms.set(0)
+        self._alert_level = 0
+        if not self._is_ready:
+            log.info("ready: caught up with the stream")
+        self._is_ready = True
+        self.ready.set(1)
+
+    def _alert(self, lag_seconds: float) -> None:
+        level = 2 if lag_seconds >= CRITICAL_LAG_SECONDS else 1 if lag_seconds >= WARN_LAG_SECONDS else 0
+        if level == 2 and self._alert_level < 2:
+            log.error(
+                "lag %.1f h: changes older than 24 h expire from the stream unread; add executors or "
+                "write capacity now, or the target will miss changes", lag_seconds / 3600
+            )
+        elif level == 1 and self._alert_level < 1:
+            log.warning("lag %.1f h: replication is falling behind the stream's 24 h retention", lag_seconds / 3600)
+        self._alert_level = level
