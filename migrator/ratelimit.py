@@ -1,7 +1,9 @@
-"""A token bucket in capacity units per second, paid after the fact from ConsumedCapacity.
+"""A token bucket in capacity units per second, settled from ConsumedCapacity.
 
-DynamoDB tells what a Scan page or a BatchWriteItem cost only in its response, so callers
-`spend()` what a call consumed and the next `wait()` sleeps until the debt is repaid.
+DynamoDB tells what a call cost only in its response. A sequential caller (a Scan) can
+`spend()` what a call consumed and `wait()` before the next until the debt is repaid.
+Concurrent callers (a task's write threads) must `acquire()` an estimate before sending,
+or every thread would pass `wait()` before any had paid, then `settle()` the difference.
 One bucket per task: the plan divides the table-wide rate among concurrent tasks.
 """
 
@@ -33,6 +35,23 @@ class CapacityLimiter:
             pause = deficit / self.units_per_second
             self.waited_seconds += pause
             time.sleep(pause)
+
+    def acquire(self, units: float) -> None:
+        """Reserve `units` now, then sleep until the bucket is out of the debt that leaves."""
+        if not self.units_per_second:
+            return
+        with self._lock:
+            self._refill()
+            self._tokens -= units
+            deficit = -self._tokens
+        if deficit > 0:
+            pause = deficit / self.units_per_second
+            self.waited_seconds += pause
+            time.sleep(pause)
+
+    def settle(self, difference: float) -> None:
+        """Correct an `acquire()` estimate by what the call really consumed (may be negative)."""
+        self.spend(difference)
 
     def spend(self, units: float) -> None:
         """Record capacity a call consumed."""

@@ -9,7 +9,10 @@ text, while a returned error pickles back intact with its class and `retryable` 
 from __future__ import annotations
 
 import logging
+import threading
 import time
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from migrator.connection import ClientSpec
@@ -21,6 +24,8 @@ from migrator.target.writer import BatchWriter, WriteCounters
 from migrator.wire import wire_client
 
 log = logging.getLogger(__name__)
+
+WRITES_IN_FLIGHT = 4  # concurrent BatchWriteItem calls per task
 
 
 @dataclass(frozen=True)
@@ -88,16 +93,31 @@ def copy_segment(task: SegmentTask) -> SegmentOutcome:
 
 
 def _copy(task: SegmentTask, scan_counters: ScanCounters, write_counters: WriteCounters) -> int:
+    """Scan page after page while up to WRITES_IN_FLIGHT batches are being written.
+
+    One request at a time per task leaves the service waiting on the client; overlapping
+    the next Scan page with several BatchWriteItem calls keeps it busy. Each write thread
+    has its own writer and counters, summed at the end; the capacity limiter is shared.
+    """
     renames = dict(task.renames)
-    # Items pass through as the DynamoDB JSON the service sent (see migrator.wire).
-    writer = BatchWriter(
-        wire_client(task.target),
-        task.target_table,
-        batch_size=task.batch_size,
-        limiter=CapacityLimiter(task.write_units_per_second),
-        counters=write_counters,
-        report_capacity=task.target_reports_capacity,
-    )
+    limiter = CapacityLimiter(task.write_units_per_second)
+    per_thread = threading.local()
+    thread_counters: list[WriteCounters] = []
+
+    def write(items: list) -> None:
+        writer = getattr(per_thread, "writer", None)
+        if writer is None:
+            counters = WriteCounters()
+            thread_counters.append(counters)
+            # Items pass through as the DynamoDB JSON the service sent (see migrator.wire).
+            writer = per_thread.writer = BatchWriter(
+                wire_client(task.target), task.target_table, batch_size=task.batch_size,
+                limiter=limiter, counters=counters, report_capacity=task.target_reports_capacity,
+            )  # fmt: skip
+        for item in items:
+            writer.put(item)
+        writer.flush()
+
     pages = scan_segment(
         wire_client(task.source),
         task.source_table,
@@ -109,12 +129,25 @@ def _copy(task: SegmentTask, scan_counters: ScanCounters, write_counters: WriteC
         report_capacity=task.source_reports_capacity,
     )
     skipped = 0
-    for page in pages:
-        now = time.time()
-        for item in page:
-            if not task.copy_expired_items and is_expired(item, task.ttl_attribute, now):
-                skipped += 1
-                continue
-            writer.put(rename_attributes(item, renames))
-    writer.flush()
+    in_flight: deque[Future] = deque()
+    with ThreadPoolExecutor(WRITES_IN_FLIGHT, thread_name_prefix=f"write-{task.segment}") as pool:
+        batch: list = []
+        for page in pages:
+            now = time.time()
+            for item in page:
+                if not task.copy_expired_items and is_expired(item, task.ttl_attribute, now):
+                    skipped += 1
+                    continue
+                batch.append(rename_attributes(item, renames))
+                if len(batch) == task.batch_size:
+                    in_flight.append(pool.submit(write, batch))
+                    batch = []
+                while len(in_flight) > 2 * WRITES_IN_FLIGHT:  # bounded memory: wait for the oldest
+                    in_flight.popleft().result()
+        if batch:
+            in_flight.append(pool.submit(write, batch))
+        for future in in_flight:
+            future.result()  # raises the first write failure
+    for counters in thread_counters:
+        write_counters.add(counters)
     return skipped

@@ -29,6 +29,14 @@ class WriteCounters:
     unprocessed_retries: int = 0
     write_units: float = 0.0
 
+    def add(self, other: "WriteCounters") -> None:
+        """Fold another writer's counts into these."""
+        self.requests += other.requests
+        self.items += other.items
+        self.retries += other.retries
+        self.unprocessed_retries += other.unprocessed_retries
+        self.write_units += other.write_units
+
 
 class _Unprocessed(Exception):
     """Some requests of a batch came back in UnprocessedItems."""
@@ -95,7 +103,8 @@ class BatchWriter:
 
     def _send(self, requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """One BatchWriteItem; returns the requests DynamoDB left unprocessed."""
-        self._limiter.wait()
+        estimate = float(sum(_request_units(r) for r in requests))
+        self._limiter.acquire(estimate)
         call: dict[str, Any] = {"RequestItems": {self._table: requests}}
         if self._report_capacity:
             call["ReturnConsumedCapacity"] = "TOTAL"
@@ -103,7 +112,7 @@ class BatchWriter:
             response = self._client.batch_write_item(**call)
         unprocessed = response.get("UnprocessedItems", {}).get(self._table, [])
         units = _write_units(response if self._report_capacity else {}, requests, unprocessed)
-        self._limiter.spend(units)
+        self._limiter.settle(units - estimate)
         self._counters.requests += 1
         self._counters.retries += retries_of(response)
         self._counters.write_units += units

@@ -82,3 +82,27 @@ def test_idle_time_refills_the_bucket_up_to_the_burst(monkeypatch):
 
     assert slept == [pytest.approx(1.0)]
     assert limiter.waited_seconds == pytest.approx(1.0)
+
+
+def test_concurrent_acquirers_queue_up_instead_of_all_passing():
+    """Four threads reserving 5 units each from a 10 units/s bucket (burst 10) need ~1 s:
+    two pass on the burst, the other 10 units wait for refill."""
+    import threading
+
+    limiter = CapacityLimiter(10.0)
+    started = time.monotonic()
+    threads = [threading.Thread(target=limiter.acquire, args=(5,)) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert time.monotonic() - started >= 0.9
+
+
+def test_settle_returns_an_overestimate():
+    limiter = CapacityLimiter(10.0)
+    limiter.acquire(10)
+    limiter.settle(-10)  # the call cost nothing after all
+    started = time.monotonic()
+    limiter.acquire(5)
+    assert time.monotonic() - started < 0.2
