@@ -42,7 +42,7 @@ LISTEN_BACKLOG = 1024  # werkzeug's default of 128 drops connects under executor
 
 # Extension modules installed (in this order) before the server starts.
 # Example of a future entry: "emulator_kinesis_destination".
-EXTENSIONS: tuple[str, ...] = ()
+EXTENSIONS: tuple[str, ...] = ("moto_table_lock",)  # see scripts/moto_table_lock.py
 
 # --auth lets exactly this many AWS actions through unauthenticated: the
 # three IAM calls made by create_admin_keys(). Everything after is checked.

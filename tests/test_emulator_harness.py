@@ -174,3 +174,32 @@ def test_proxy_reuses_connections_and_stops_with_clients_connected(emulator, tab
     stopper.join(timeout=5)
     assert not stopper.is_alive(), "FaultProxy.stop() deadlocked"
     assert proxy.counts["forwarded"] == 5
+
+
+def test_concurrent_puts_under_one_new_partition_key_all_land():
+    """moto alone can lose one of two concurrent inserts under the same new partition key
+    (scripts/moto_table_lock.py); the emulator must not."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with EmulatorProcess() as emulator:
+        client = ddb_client(emulator.endpoint_url)
+        client.create_table(
+            TableName="race",
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+            AttributeDefinitions=[
+                {"AttributeName": "pk", "AttributeType": "S"},
+                {"AttributeName": "sk", "AttributeType": "N"},
+            ],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        keys = [(f"p{pk}", sk) for pk in range(40) for sk in range(8)]
+
+        def put(key):
+            ddb_client(emulator.endpoint_url).put_item(
+                TableName="race", Item={"pk": {"S": key[0]}, "sk": {"N": str(key[1])}}
+            )
+
+        with ThreadPoolExecutor(16) as pool:
+            list(pool.map(put, keys))
+        found = client.scan(TableName="race")["Items"]
+        assert len(found) == len(keys)
