@@ -5,9 +5,9 @@ every shard (`migrator.stream.offsets.StreamOffset`), held by Spark's checkpoint
 reader's methods run in a Python process under the driver JVM: `latestOffset` discovers
 shards, reads the readable ones (children only after their parent is fully read) and
 caches the records for `partitions`, which hands them to the executors. After a restart
-nothing is cached and executors re-read the planned range by sequence number. Spark calls
-`partitions(offset, offset)` with the last offset of its log on restart (AcceptsLatestSeenOffset
-in 4.0 and later), which is how the reader learns where it stands.
+nothing is cached and executors re-read the planned range by sequence number. After a
+restart the reader learns where it stands from Spark: 4.1 and later pass the start to
+`latestOffset`; 4.0 calls `partitions(offset, offset)` with the last offset of its log.
 
 Each micro-batch is applied in `foreachBatch`: changes are partitioned by key, collapsed
 to the last state per key, and written; a failure fails the batch, so its offsets are
@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
+from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
@@ -34,7 +35,7 @@ from migrator.errors import CheckpointError, MigratorError
 from migrator.items import from_dynamodb_json, rename_attributes, to_dynamodb_json
 from migrator.metrics import ReplicationMetrics
 from migrator.ratelimit import CapacityLimiter
-from migrator.stream.collapse import collapse, key_repr
+from migrator.stream.collapse import collapse, drop_filtered, key_repr
 from migrator.stream.dynamodb_streams import StreamInfo, list_shards, read_shard
 from migrator.stream.offsets import ShardPosition, StreamOffset
 from migrator.stream.records import DELETE, ChangeRecord, from_dynamodb_stream_record
@@ -105,8 +106,16 @@ class ChangesReader(DataSourceStreamReader):
         return StreamOffset.empty(self._arn).with_shards(shards).to_dict()
 
     def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict:
-        """Read what is new in every readable shard; the offset after it ends the next batch."""
-        current = self._position or StreamOffset.from_dict(self.initialOffset(), self._arn)
+        """Read what is new in every readable shard; the offset after it ends the next batch.
+
+        Spark 4.1 and later pass the batch's start (the end of the last one, from the
+        checkpoint after a restart); 4.0 passes nothing and tells the reader through
+        `partitions(offset, offset)` instead, which sets `_position`.
+        """
+        if start is not None:
+            current = StreamOffset.from_dict(start, self._arn)
+        else:
+            current = self._position or StreamOffset.from_dict(self.initialOffset(), self._arn)
         listed = list_shards(self._streams(), self._arn)
         lost = current.lost_shards(listed)
         if lost:
@@ -201,6 +210,7 @@ class ApplyTask:
     renames: tuple[tuple[str, str], ...]
     batch_size: int
     target_reports_capacity: bool
+    skip_ttl_deletions: bool = False
 
 
 @dataclass(frozen=True)
@@ -219,7 +229,8 @@ def apply_partition(task: ApplyTask, rows: Iterator[Any]) -> Iterator[ApplyOutco
     changes = [_from_row(row) for row in rows]
     counters = WriteCounters()
     try:
-        puts, deletes = _apply(task, collapse(changes), counters)
+        # Filter before collapsing: a dropped TTL deletion must not hide the put before it.
+        puts, deletes = _apply(task, collapse(drop_filtered(changes, task.skip_ttl_deletions)), counters)
         error = None
     except MigratorError as exc:
         puts = deletes = 0
@@ -301,6 +312,7 @@ def replicate(
         renames=tuple(config.rename_map.items()),
         batch_size=config.target.batch_size,
         target_reports_capacity=not config.target.strips_consumed_capacity,
+        skip_ttl_deletions=config.target.skip_ttl_deletions,
     )
     summary = ReplicationSummary()
     metrics = ReplicationMetrics(config.ready_lag, config.metrics_port)
@@ -335,7 +347,10 @@ def replicate(
     log.info("replicating changes of %r into %r (checkpoint %s); Ctrl+C stops", config.source.table, config.target.table, checkpoint)
     with _StopOnCtrlC() as ctrl_c:
         while query.isActive and not ctrl_c.requested:
-            query.awaitTermination(1)
+            try:
+                query.awaitTermination(1)
+            except StreamingQueryException:  # the query failed: reported below as our error
+                break
             if not query.status["isDataAvailable"]:  # the reader found nothing new: caught up
                 metrics.caught_up()
                 summary.lag_seconds = 0.0

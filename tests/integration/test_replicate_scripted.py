@@ -1,0 +1,608 @@
+"""Replication (`migrator.replicate.replicate`) against the scripted DynamoDB Streams server.
+
+What moto's one-shard stream cannot do: shard splits with the same key changed in the parent
+and in a child, shards appearing mid-run, expired iterators, throttling, trimmed records and
+checkpointed shards that are gone. The source is a `ScriptedStreamServer` (only its streams
+API is used: replicate() makes no DynamoDB table call on the source); the target is a table
+on the emulator. Every change carries a version (`v`) that grows in the order the script
+writes it, so the tests can check the applied outcome and that no key ever goes back to an
+older version while the query runs.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from conftest import scan_all, side, write_config
+from migrator.config import load_config
+from migrator.errors import MigratorError
+from migrator.replicate import replicate
+from migrator.stream.dynamodb_streams import StreamInfo
+from streamserver import ScriptedStreamServer, make_shard_id
+
+pytestmark = pytest.mark.integration
+
+VIEW = "NEW_AND_OLD_IMAGES"
+KEY_SCHEMA = [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}]
+KEY_NAMES = ("pk", "sk")
+RUN_SECONDS = 40  # the deadline of one run of the query (they take 5 to 15 s)
+A, B, C, D, N = (make_shard_id(x) for x in ("a", "b", "c", "d", "n"))
+
+Key = tuple[str, int]
+
+
+# ---- the script: changes written to the scripted stream, and the state they lead to ----
+
+
+class Script:
+    """Writes changes of (pk, sk) keys to the server's shards and keeps the source's state."""
+
+    def __init__(self, server: ScriptedStreamServer):
+        self.server = server
+        self.state: dict[Key, dict[str, dict]] = {}
+        self.version = 0
+
+    def put(self, shard: str, pk: str, sk: int = 0) -> str:
+        """INSERT (or MODIFY when the key exists) with the next version; returns the sequence number."""
+        self.version += 1
+        key = (pk, sk)
+        new = {**_keys(key), "v": {"N": str(self.version)}, "from": {"S": f"{shard[-1]}:{self.version}"}}
+        old = self.state.get(key)
+        event = "INSERT" if old is None else "MODIFY"
+        seq = self.server.put(shard, event, _keys(key), new_image=new, old_image=old)
+        self.state[key] = new
+        return seq
+
+    def delete(self, shard: str, pk: str, sk: int = 0) -> str:
+        self.version += 1
+        key = (pk, sk)
+        old = self.state.pop(key)
+        return self.server.put(shard, "REMOVE", _keys(key), old_image=old)
+
+    def expected(self) -> dict[Key, dict[str, dict]]:
+        return {key: dict(item) for key, item in self.state.items()}
+
+
+def _keys(key: Key) -> dict[str, dict]:
+    return {"pk": {"S": key[0]}, "sk": {"N": str(key[1])}}
+
+
+def _key_of(item: dict[str, dict]) -> Key:
+    return item["pk"]["S"], int(item["sk"]["N"])
+
+
+# ---- the target and the runs ----
+
+
+def create_target(dynamodb, name: str) -> None:
+    dynamodb.create_table(
+        TableName=name,
+        KeySchema=KEY_SCHEMA,
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "N"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+
+
+def target_state(dynamodb, table: str) -> dict[Key, dict[str, dict]]:
+    return {_key_of(item): item for item in scan_all(dynamodb, table)}
+
+
+def committed(checkpoint: Path) -> bool:
+    """Every batch in Spark's offset log has its commit: nothing is left to replay."""
+
+    def batches(kind: str) -> set[int]:
+        folder = checkpoint / kind
+        return {int(p.name) for p in folder.iterdir() if p.name.isdigit()} if folder.is_dir() else set()
+
+    offsets = batches("offsets")
+    return bool(offsets) and offsets <= batches("commits")
+
+
+class Replication:
+    """One source server, one target table, one config and one checkpoint; run as often as needed."""
+
+    def __init__(self, spark, dynamodb, endpoint_url: str, server: ScriptedStreamServer, target: str, tmp_path: Path):
+        self.spark, self.dynamodb, self.server, self.target = spark, dynamodb, server, target
+        create_target(dynamodb, target)
+        path = write_config(
+            tmp_path,
+            {"source": side(server.endpoint_url, server.table_name), "target": side(endpoint_url, target)},
+        )
+        self.loaded = load_config(str(path))
+        self.stream = StreamInfo(server.stream_arn, VIEW, KEY_NAMES)
+        self.checkpoint = tmp_path / "checkpoint"
+        self.observed: list[dict[Key, dict[str, dict]]] = []  # the target at every poll, every run
+
+    def state(self) -> dict[Key, dict[str, dict]]:
+        return target_state(self.dynamodb, self.target)
+
+    def run(
+        self,
+        done: Callable[[dict[Key, dict]], bool],
+        on_poll: Callable[[dict[Key, dict]], None] | None = None,
+        seconds: float = RUN_SECONDS,
+    ):
+        """Run replicate() until done(target state) (then it returns the summary) or the deadline (then fail)."""
+        deadline = time.monotonic() + seconds
+        outcome = {"done": False}
+
+        def should_stop(summary) -> bool:
+            state = self.state()
+            self.observed.append(state)
+            if on_poll is not None:
+                on_poll(state)
+            if done(state):
+                outcome["done"] = True
+                return True
+            return time.monotonic() > deadline
+
+        summary = replicate(self.spark, self.loaded, self.stream, str(self.checkpoint), should_stop=should_stop)
+        assert outcome["done"], (
+            f"replication did not reach the expected state in {seconds:.0f} s; target: {_show(self.state())}; "
+            f"stream server calls: {self.server.counts}, errors: {self.server.fault_counts}, bugs: {self.server.errors}"
+        )
+        return summary
+
+    def run_until(self, expected: Callable[[], dict[Key, dict]], *, commit: bool = True, **kwargs):
+        """Run until the target equals expected() (and, with commit, Spark committed every batch)."""
+        return self.run(lambda state: state == expected() and (not commit or committed(self.checkpoint)), **kwargs)
+
+    def run_expecting_failure(self, seconds: float = RUN_SECONDS) -> Exception | None:
+        """Run until the query fails (the error) or the deadline passes (None).
+
+        should_stop stays quick (no scan), so the query fails while replicate() waits on it, as
+        it almost always does in production: an error must come out as a MigratorError then too.
+        """
+        deadline = time.monotonic() + seconds
+
+        def should_stop(summary) -> bool:
+            return time.monotonic() > deadline
+
+        try:
+            replicate(self.spark, self.loaded, self.stream, str(self.checkpoint), should_stop=should_stop)
+        except Exception as exc:  # noqa: BLE001 - the test asserts on the type
+            return exc
+        return None
+
+    def assert_versions_never_went_back(self) -> None:
+        """The applied order: at every poll each present key shows a version at least the last one seen."""
+        seen: dict[Key, int] = {}
+        for poll, state in enumerate(self.observed):
+            for key, item in state.items():
+                version = int(item["v"]["N"])
+                assert version >= seen.get(key, 0), (
+                    f"{key} went back from version {seen[key]} to {version} at poll {poll}: "
+                    "changes applied out of order"
+                )
+                seen[key] = version
+
+
+def _show(state: dict[Key, dict]) -> str:
+    return repr({key: (item["v"]["N"], item["from"]["S"]) for key, item in sorted(state.items())})
+
+
+@pytest.fixture(scope="module", autouse=True)
+def warm_replication(spark, dynamodb, endpoint_url, tmp_path_factory):
+    """One throw-away replication first: a cold session's first streaming batch takes ~30 s here
+    (Python workers, the foreachBatch callback server), which would eat the first test's deadline."""
+    with ScriptedStreamServer(table_name="warmup", key_schema=KEY_SCHEMA, view_type=VIEW) as server:
+        script = Script(server)
+        server.add_shard(A)
+        script.put(A, "warm")
+        target = f"warm-{uuid.uuid4().hex[:10]}"
+        run = Replication(spark, dynamodb, endpoint_url, server, target, tmp_path_factory.mktemp("warm"))
+        run.run_until(script.expected, seconds=120)
+
+
+@pytest.fixture
+def make_server():
+    servers: list[ScriptedStreamServer] = []
+
+    def make(**options: Any) -> ScriptedStreamServer:
+        options.setdefault("key_schema", KEY_SCHEMA)
+        server = ScriptedStreamServer(table_name="orders", view_type=VIEW, **options).start()
+        servers.append(server)
+        return server
+
+    yield make
+    for server in servers:
+        server.stop()
+    errors = [error for server in servers for error in server.errors]
+    assert not errors, f"the scripted server hit unexpected errors (hooks or its own bugs): {errors}"
+
+
+@pytest.fixture
+def replication(spark, dynamodb, endpoint_url, table_name, tmp_path):
+    def make(server: ScriptedStreamServer) -> Replication:
+        return Replication(spark, dynamodb, endpoint_url, server, table_name("scripted"), tmp_path)
+
+    return make
+
+
+def record_ends(server: ScriptedStreamServer) -> list[str]:
+    """Wrap the server's GetRecords: the iterators whose answer had no NextShardIterator (a closed shard's end)."""
+    ends: list[str] = []
+    serve = server._op_GetRecords
+
+    def recording(request: dict) -> dict:
+        response = serve(request)
+        if "NextShardIterator" not in response:
+            ends.append(request["ShardIterator"])
+        return response
+
+    server._op_GetRecords = recording  # serve() looks operations up on the instance
+    return ends
+
+
+def shard_of(server: ScriptedStreamServer, operation: str, request: dict) -> str | None:
+    """The shard a GetShardIterator or GetRecords request is about."""
+    if operation == "GetShardIterator":
+        return request.get("ShardId")
+    if operation == "GetRecords":
+        return server._decode_iterator(request["ShardIterator"])[0]
+    return None
+
+
+def iterator_requests(server: ScriptedStreamServer, shard: str) -> list[dict]:
+    """Every GetShardIterator request for the shard, in order."""
+    return [r for op, r in server.calls if op == "GetShardIterator" and r["ShardId"] == shard]
+
+
+# ---- 1. a split: the same key in the parent and in a child ----
+
+
+def test_split_applies_the_childs_last_change_after_the_parent(make_server, replication):
+    # Children listed before their parent: the reader must order lineage itself.
+    server = make_server(shard_order="reverse")
+    script = Script(server)
+    server.add_shard(A)
+    for _ in range(3):
+        script.put(A, "moved")  # changed several times in the parent...
+    script.put(A, "parent-only")
+    script.put(A, "dropped-in-child", 1)
+    script.put(A, "other-child", 2)
+    script.put(A, "parent-only", 5)
+    script.delete(A, "parent-only", 5)  # ...deleted in the parent and never seen again
+    server.split(A, [B, C])
+    script.put(B, "moved")  # ...and in a child: its last change is the final state
+    script.put(B, "moved")
+    script.delete(B, "dropped-in-child", 1)
+    script.put(C, "other-child", 2)
+    script.put(C, "child-only", 3)
+    expected = script.expected()
+    ends = record_ends(server)
+
+    run = replication(server)
+    run.run_until(lambda: expected, commit=False)
+
+    final = run.state()
+    assert final == expected, _show(final)
+    assert final[("moved", 0)]["from"]["S"].startswith("b:"), "the parent's change won over the child's"
+    assert ("parent-only", 0) in final and ("dropped-in-child", 1) not in final and ("parent-only", 5) not in final
+    run.assert_versions_never_went_back()
+
+    # Lineage: nothing of a child was asked for before the parent's GetRecords returned its end.
+    calls = server.calls
+    parent_end = next(
+        i for i, (op, request) in enumerate(calls)
+        if op == "GetRecords" and request["ShardIterator"] in ends and shard_of(server, op, request) == A
+    )  # fmt: skip
+    early = [
+        (i, op) for i, (op, request) in enumerate(calls[:parent_end]) if shard_of(server, op, request) in (B, C)
+    ]
+    assert not early, f"children read before the parent's end (call {parent_end}): {early}"
+    for child in (B, C):
+        assert any(shard_of(server, op, r) == child for op, r in calls[parent_end:] if op == "GetRecords"), child
+
+
+# ---- 2. shards appearing while the query runs ----
+
+
+def test_shards_appearing_mid_run_are_discovered_and_read(make_server, replication):
+    server = make_server()
+    script = Script(server)
+    server.add_shard(A)
+    for pk in ("k1", "k2", "k3"):
+        script.put(A, pk)
+    phase = {"split": False, "new_root": False}
+    expected_first = script.expected()
+
+    def new_root_on_first_child_read(operation: str, request: dict) -> None:
+        # Right when the reader first asks for a child's iterator, an unrelated shard appears.
+        if operation == "GetShardIterator" and request.get("ShardId") == B and not phase["new_root"]:
+            phase["new_root"] = True
+            server.add_shard(N)
+            script.put(N, "root-1")
+            script.put(N, "root-2")
+            script.delete(N, "root-2")
+
+    def on_poll(state: dict) -> None:
+        if not phase["split"] and state == expected_first:
+            phase["split"] = True  # the first batch is applied: more changes in A, then a split
+            script.put(A, "k2")
+            server.split(A, [B, C])
+            script.put(B, "k1")
+            script.delete(C, "k3")
+            script.put(C, "k4")
+            server.add_hook(new_root_on_first_child_read)
+
+    run = replication(server)
+    run.run(lambda state: phase["new_root"] and state == script.expected(), on_poll=on_poll)
+
+    assert phase["split"] and phase["new_root"]
+    final = run.state()
+    assert final == script.expected(), _show(final)
+    assert set(final) == {("k1", 0), ("k2", 0), ("k4", 0), ("root-1", 0)}
+    assert final[("k1", 0)]["from"]["S"].startswith("b:")
+    run.assert_versions_never_went_back()
+    for shard in (B, C, N):
+        assert iterator_requests(server, shard), f"shard {shard} was never read"
+
+
+# ---- 3. expired iterators ----
+
+
+def test_expired_iterators_are_reacquired_after_the_last_record_read(make_server, replication):
+    server = make_server()
+    script = Script(server)
+    server.add_shard(A)
+    for pk in ("k1", "k2", "k3"):
+        script.put(A, pk)
+    server.fail_next("GetRecords", "ExpiredIteratorException", times=2)  # the very first reads
+    expected_first = script.expected()
+    state = {"phase2": False, "expired": False, "last_read": None}
+
+    def expire_mid_read(operation: str, request: dict) -> None:
+        # On a GetRecords past the phase-2 records (so within one read, after they were read):
+        # a new record arrives and every iterator expires.
+        if operation != "GetRecords" or state["expired"] or not state["phase2"]:
+            return
+        shard, position, *_ = server._decode_iterator(request["ShardIterator"])
+        if shard == A and position > int(state["last_read"]):
+            state["expired"] = True
+            script.put(A, "k5")
+            script.put(A, "k1")
+            server.expire_iterators()
+
+    def on_poll(target: dict) -> None:
+        if not state["phase2"] and target == expected_first:
+            script.put(A, "k1")
+            script.delete(A, "k2")
+            state["last_read"] = script.put(A, "k4")
+            server.add_hook(expire_mid_read)
+            state["phase2"] = True
+
+    run = replication(server)
+    summary = run.run(lambda target: state["expired"] and target == script.expected(), on_poll=on_poll)
+
+    final = run.state()
+    assert final == script.expected(), _show(final)
+    assert set(final) == {("k1", 0), ("k3", 0), ("k4", 0), ("k5", 0)}  # the deleted k2 stays deleted
+    assert server.fault_counts.get("ExpiredIteratorException", 0) >= 3
+    # Re-acquired right after the last record read, not from the batch's start nor from LATEST.
+    after_last = [r for r in iterator_requests(server, A) if r.get("SequenceNumber") == state["last_read"]]
+    assert after_last and all(r["ShardIteratorType"] == "AFTER_SEQUENCE_NUMBER" for r in after_last)
+    assert not [r for r in iterator_requests(server, A) if r["ShardIteratorType"] in ("LATEST", "AT_TIMESTAMP")]
+    assert summary.records >= script.version
+    run.assert_versions_never_went_back()
+
+
+# ---- 4. throttling ----
+
+
+def test_limit_exceeded_is_retried_until_every_change_is_applied(make_server, replication):
+    server = make_server(shard_read_limit=2)  # AWS: no more than two readers per shard
+    script = Script(server)
+    server.add_shard(A)
+    for pk in ("k1", "k2", "k3"):
+        script.put(A, pk)
+    server.fail_next("DescribeStream", "LimitExceededException")
+    server.fail_next("GetShardIterator", "LimitExceededException")
+    server.fail_next("GetRecords", "LimitExceededException", times=3)
+    expected_first = script.expected()
+    phase = {"more": False}
+
+    def on_poll(target: dict) -> None:
+        if not phase["more"] and target == expected_first:
+            phase["more"] = True
+            script.put(A, "k1")
+            script.delete(A, "k3")
+            server.split(A, [B])
+            script.put(B, "k4")
+            server.fail_next("GetRecords", "LimitExceededException", times=2, shard_id=B)
+
+    run = replication(server)
+    run.run(lambda target: phase["more"] and target == script.expected(), on_poll=on_poll)
+
+    final = run.state()
+    assert final == script.expected(), _show(final)
+    assert set(final) == {("k1", 0), ("k2", 0), ("k4", 0)}
+    assert server.fault_counts.get("LimitExceededException", 0) >= 1 + 1 + 3 + 2
+    run.assert_versions_never_went_back()
+
+
+# ---- 5. records trimmed past the checkpoint ----
+
+
+def test_checkpoint_behind_the_trim_point_fails_and_applies_nothing_newer(make_server, replication):
+    server = make_server()
+    script = Script(server)
+    server.add_shard(A)
+    for pk in ("k1", "k2", "k3"):
+        script.put(A, pk)
+    applied = script.expected()
+    run = replication(server)
+    run.run_until(lambda: applied)  # applied and committed: the checkpoint is after k3
+
+    lost = script.put(A, "k4")  # written while stopped, then trimmed before it was read
+    keep = script.put(A, "k1")
+    script.put(A, "k5")
+    assert server.trim(A, keep) == 4 and int(lost) < int(keep)
+
+    error = run.run_expecting_failure(seconds=25)
+
+    assert error is not None, f"the run over a trimmed checkpoint did not fail; target: {_show(run.state())}"
+    assert run.state() == applied, f"applied records past the trimmed ones: {_show(run.state())}"
+    assert "trimmed" in str(error) and A in str(error), str(error)
+    assert isinstance(error, MigratorError), f"replicate raised {type(error).__name__}, not a MigratorError: {error}"
+
+
+def test_closed_shard_trimmed_to_its_end_past_the_checkpoint_is_not_skipped(make_server, replication):
+    """Every unread record of a closed shard was trimmed: nothing is left to read, but records are lost."""
+    server = make_server()
+    script = Script(server)
+    server.add_shard(A)
+    for pk in ("k1", "k2"):
+        script.put(A, pk)
+    applied = script.expected()
+    run = replication(server)
+    run.run_until(lambda: applied)
+
+    last = script.put(A, "k3")  # never read: trimmed below
+    server.split(A, [B])
+    script.put(B, "k4")
+    assert server.trim(A, int(last) + 1) == 3
+
+    error = run.run_expecting_failure(seconds=25)
+
+    assert error is not None, (
+        f"records of {A} were trimmed unread, yet the run did not fail; target: {_show(run.state())}"
+    )
+    assert run.state() == applied, f"applied the child past the lost records: {_show(run.state())}"
+    assert "trimmed" in str(error) and A in str(error), str(error)
+    assert isinstance(error, MigratorError), f"replicate raised {type(error).__name__}, not a MigratorError: {error}"
+
+
+# ---- 6. a checkpointed shard that is gone ----
+
+
+def test_checkpointed_shard_gone_from_the_stream_fails_naming_it(make_server, replication):
+    server = make_server()
+    script = Script(server)
+    server.add_shard(A)
+    for pk in ("k1", "k2"):
+        script.put(A, pk)
+    applied = script.expected()
+    run = replication(server)
+    run.run_until(lambda: applied)  # A is checkpointed, open, not finished
+
+    script.put(A, "k3")  # never read: the shard expires with it
+    server.split(A, [B])
+    script.put(B, "k4")
+    server.remove_shard(A)
+
+    error = run.run_expecting_failure(seconds=25)
+
+    assert error is not None, (
+        f"shard {A} of the checkpoint is gone, yet the run did not fail (its unread records were skipped); "
+        f"target: {_show(run.state())}"
+    )
+    assert run.state() == applied, f"applied changes past the lost shard: {_show(run.state())}"
+    assert A in str(error), str(error)
+    assert isinstance(error, MigratorError), f"replicate raised {type(error).__name__}, not a MigratorError: {error}"
+
+
+# ---- 7. restarts ----
+
+
+def test_restart_replays_the_uncommitted_batch_and_skips_nothing(make_server, replication):
+    server = make_server()
+    script = Script(server)
+    server.add_shard(A)
+    for pk in ("k1", "k2", "k3", "k4", "k5"):
+        script.put(A, pk)
+    first = script.expected()
+    phase = {"second": False}
+
+    def on_poll(target: dict) -> None:
+        if not phase["second"] and target == first:
+            phase["second"] = True  # batch 0 applied: batch 1 brings these
+            script.put(A, "k1")
+            script.delete(A, "k2")
+            script.put(A, "k6")
+
+    run = replication(server)
+    run.run(lambda t: phase["second"] and t == script.expected() and committed(run.checkpoint), on_poll=on_poll)
+    after_first_run = script.expected()
+
+    # A crash after the last batch was applied but before Spark committed it: drop its commit.
+    commits = sorted((run.checkpoint / "commits").iterdir(), key=lambda p: int(p.name) if p.name.isdigit() else -1)
+    last_commit = commits[-1]
+    assert last_commit.name.isdigit() and int(last_commit.name) >= 1, [p.name for p in commits]
+    offsets_file = run.checkpoint / "offsets" / last_commit.name
+    replayed_start = _shard_sequence(run.checkpoint / "offsets" / str(int(last_commit.name) - 1), A)
+    last_commit.unlink()
+    (last_commit.parent / f".{last_commit.name}.crc").unlink(missing_ok=True)
+    assert offsets_file.exists()
+
+    # Written while stopped: updates over the replayed batch's keys, a re-insert, a delete, a split.
+    script.put(A, "k1")
+    script.put(A, "k2")  # re-inserted after the replayed batch's delete
+    script.delete(A, "k3")
+    server.split(A, [B])
+    script.put(B, "k4")
+    script.put(B, "k7")
+    server.clear_calls()
+    server.fail_next("GetRecords", "ExpiredIteratorException")  # the replay's first read
+
+    summary = run.run_until(script.expected)
+
+    final = run.state()
+    assert final == script.expected(), _show(final)
+    assert set(final) == {("k1", 0), ("k2", 0), ("k4", 0), ("k5", 0), ("k6", 0), ("k7", 0)}
+    assert final != after_first_run
+    # The replayed batch was re-read by sequence number from where the batch before it ended.
+    reread = [r for r in iterator_requests(server, A) if r.get("SequenceNumber") == replayed_start]
+    assert reread, f"batch {last_commit.name} was not re-read after {replayed_start}: {iterator_requests(server, A)}"
+    assert summary.records >= 3 + 5  # the replayed batch and everything written while stopped
+    assert server.fault_counts.get("ExpiredIteratorException") == 1
+    run.assert_versions_never_went_back()
+
+
+def test_clean_restart_resumes_at_the_checkpoint_and_skips_nothing(make_server, replication):
+    server = make_server()
+    script = Script(server)
+    server.add_shard(A)
+    for pk in ("k1", "k2", "k3"):
+        script.put(A, pk)
+    first = script.expected()
+    run = replication(server)
+    run.run_until(lambda: first)  # stopped after a committed batch
+    checkpointed = _last_shard_sequence(run.checkpoint, A)
+
+    script.put(A, "k1")
+    script.delete(A, "k2")
+    script.put(A, "k4")
+    server.clear_calls()
+
+    run.run_until(script.expected)
+
+    final = run.state()
+    assert final == script.expected(), _show(final)
+    assert set(final) == {("k1", 0), ("k3", 0), ("k4", 0)}
+    run.assert_versions_never_went_back()
+    first_iterator = iterator_requests(server, A)[0]
+    assert first_iterator.get("ShardIteratorType") == "AFTER_SEQUENCE_NUMBER" and (
+        first_iterator.get("SequenceNumber") == checkpointed
+    ), f"the restarted reader did not resume after the checkpoint's {checkpointed}: {first_iterator}"
+
+
+def _shard_sequence(offsets_file: Path, shard: str) -> str | None:
+    """The shard's sequence number in one batch of Spark's offset log (the source's offset is the last line)."""
+    import json
+
+    offset = json.loads(offsets_file.read_text().strip().splitlines()[-1])
+    return offset["shards"][shard]["sequence_number"]
+
+
+def _last_shard_sequence(checkpoint: Path, shard: str) -> str | None:
+    last = max(int(p.name) for p in (checkpoint / "offsets").iterdir() if p.name.isdigit())
+    return _shard_sequence(checkpoint / "offsets" / str(last), shard)
