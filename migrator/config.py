@@ -210,6 +210,8 @@ class DynamoTarget(_Endpointed):
     billing_mode: Literal["PROVISIONED", "PAY_PER_REQUEST"] | None = None
     stream_changes: bool | dict[str, Any] = False
     skip_initial_snapshot_transfer: bool = False
+    # Replication: leave out deletions made by DynamoDB's Time to Live process.
+    skip_ttl_deletions: bool = False
     max_items_per_batch: int | None = Field(default=None, ge=1)
 
     @property

@@ -109,12 +109,18 @@ def committed(checkpoint: Path) -> bool:
 class Replication:
     """One source server, one target table, one config and one checkpoint; run as often as needed."""
 
-    def __init__(self, spark, dynamodb, endpoint_url: str, server: ScriptedStreamServer, target: str, tmp_path: Path):
+    def __init__(
+        self, spark, dynamodb, endpoint_url: str, server: ScriptedStreamServer, target: str, tmp_path: Path,
+        **target_options: Any,
+    ):  # fmt: skip
         self.spark, self.dynamodb, self.server, self.target = spark, dynamodb, server, target
         create_target(dynamodb, target)
         path = write_config(
             tmp_path,
-            {"source": side(server.endpoint_url, server.table_name), "target": side(endpoint_url, target)},
+            {
+                "source": side(server.endpoint_url, server.table_name),
+                "target": side(endpoint_url, target, **target_options),
+            },
         )
         self.loaded = load_config(str(path))
         self.stream = StreamInfo(server.stream_arn, VIEW, KEY_NAMES)
@@ -221,8 +227,8 @@ def make_server():
 
 @pytest.fixture
 def replication(spark, dynamodb, endpoint_url, table_name, tmp_path):
-    def make(server: ScriptedStreamServer) -> Replication:
-        return Replication(spark, dynamodb, endpoint_url, server, table_name("scripted"), tmp_path)
+    def make(server: ScriptedStreamServer, **target_options: Any) -> Replication:
+        return Replication(spark, dynamodb, endpoint_url, server, table_name("scripted"), tmp_path, **target_options)
 
     return make
 
@@ -606,3 +612,25 @@ def _shard_sequence(offsets_file: Path, shard: str) -> str | None:
 def _last_shard_sequence(checkpoint: Path, shard: str) -> str | None:
     last = max(int(p.name) for p in (checkpoint / "offsets").iterdir() if p.name.isdigit())
     return _shard_sequence(checkpoint / "offsets" / str(last), shard)
+
+
+# ---- 8. deletions by Time to Live: applied, unless skipTtlDeletions ----
+
+
+@pytest.mark.parametrize("skip", [False, True], ids=["applied", "skipped"])
+def test_ttl_deletions_are_applied_unless_skipped(make_server, replication, skip):
+    server = make_server()
+    script = Script(server)
+    server.add_shard(A)
+    script.put(A, "expiring")
+    script.put(A, "kept")
+    server.put(A, "REMOVE", _keys(("expiring", 0)), old_image=script.state[("expiring", 0)], ttl_delete=True)
+    if not skip:
+        script.state.pop(("expiring", 0))
+    script.put(A, "after")  # the record after the TTL deletion is applied either way
+    expected = script.expected()
+
+    run = replication(server, skipTtlDeletions=skip)
+    run.run_until(lambda: expected)
+
+    assert run.state() == expected, _show(run.state())
