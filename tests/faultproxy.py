@@ -16,7 +16,10 @@ gets one fault picked from ``faults``:
 
 Everything else is forwarded verbatim and the response relayed. With ``record=True``
 the proxy keeps ``(operation, body bytes)`` of every forwarded request in
-``recorded``, so a test can see what a job asked for (which Scan segments, say). Clients may
+``recorded``, so a test can see what a job asked for (which Scan segments, say). Given a
+``clock`` as well (``time.monotonic``, say), each record also carries the clock's reading when
+the request arrived and when the emulator's answer came back, ``(operation, body, arrived,
+answered)``, so a benchmark can time a job from its first Scan to its last write. Clients may
 keep connections alive; request bodies need a Content-Length (as botocore sends).
 """
 
@@ -29,6 +32,7 @@ import socket
 import threading
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
 
 FAULTS = ("throughput", "throttling", "http500", "http503", "drop")
 
@@ -60,6 +64,7 @@ class FaultProxy:
         operations: set[str] | tuple[str, ...] | None = None,
         seed: int = 1,
         record: bool = False,
+        clock: Callable[[], float] | None = None,
     ):
         unknown = set(faults) - set(FAULTS)
         if unknown or not faults:
@@ -74,7 +79,8 @@ class FaultProxy:
         self._lock = threading.Lock()
         self._counts = dict.fromkeys((*self.faults, "forwarded"), 0)
         self._record = record
-        self._recorded: list[tuple[str, bytes]] = []
+        self._clock = clock
+        self._recorded: list[tuple] = []
         self._connections: set[socket.socket] = set()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -92,15 +98,22 @@ class FaultProxy:
             return dict(self._counts)
 
     @property
-    def recorded(self) -> list[tuple[str, bytes]]:
-        """Snapshot of (operation, request body) of forwarded requests, when recording."""
+    def recorded(self) -> list[tuple]:
+        """Snapshot of (operation, request body[, arrived, answered]) of forwarded requests, when recording."""
         with self._lock:
             return list(self._recorded)
 
-    def remember(self, target: str | None, body: bytes) -> None:
+    def now(self) -> float | None:
+        """The clock's reading, or None without a clock."""
+        return None if self._clock is None else self._clock()
+
+    def remember(self, target: str | None, body: bytes, arrived: float | None) -> None:
         if self._record and target:
+            record = (target.rpartition(".")[2], body)
+            if arrived is not None:
+                record += (arrived, self.now())
             with self._lock:
-                self._recorded.append((target.rpartition(".")[2], body))
+                self._recorded.append(record)
 
     @property
     def open_connections(self) -> int:
@@ -185,6 +198,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def handle_request(self) -> None:
         proxy = self.server.proxy
+        arrived = proxy.now()
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         fault = proxy.choose_fault(self.headers.get("X-Amz-Target"))
         if fault in ERRORS:
@@ -199,7 +213,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True  # hang up without a word
             return
         proxy.count("forwarded")
-        proxy.remember(self.headers.get("X-Amz-Target"), body)
+        proxy.remember(self.headers.get("X-Amz-Target"), body, arrived)
         self.reply(status, headers, data)
 
     do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = do_PATCH = do_OPTIONS = handle_request

@@ -1,0 +1,480 @@
+#!/usr/bin/env python
+"""Benchmark the snapshot copy on the moto emulator: the migrator against the emulator's limit and plain boto3.
+
+    .venv/bin/python scripts/bench_snapshot.py [--items 100000] [--payload-bytes 207] [--segments N] [--limit-threads 8]
+
+One emulator (scripts/emulator.py) serves a source table of N `sample_data.make_item` items, copied three times:
+  (a) emulator limit: a parallel Scan (a thread per segment) into memory, then BatchWriteItem from as many
+      threads. moto answers on about one core (GIL-bound), so no copy beats its Scan cost plus its write cost.
+  (b) plain boto3: one thread, paginated Scan, BatchWriteItem of 25: the copy a user writes.
+  (c) the migrator, `spark-submit --master local[2] jobs/migrate.py`, timed from launch to exit and from its
+      first Scan to the answer to its last BatchWriteItem (the copy without JVM start-up and shutdown), which
+      tests/faultproxy.py, relaying its requests with no faults, timestamps.
+Each copy goes into a fresh table, and is verified by scanning it: the item count and the set of keys must be
+the source's, else the exit code is 1 (after the full report).
+
+Client CPU never includes the emulator (a process of its own, outside every copy):
+  (a), (b): this process's CPU time (time.process_time) during the copy.
+  (c): all the job's processes, JVM start-up included: RUSAGE_CHILDREN after minus before, the CPU of every
+      descendant once waited for. This process is the child subreaper (prctl), so job processes whose parent
+      exits first are re-parented here and waited for here. One hole: pyspark.daemon ignores SIGCHLD, so the
+      kernel reaps its forked workers and their CPU reaches no RUSAGE_CHILDREN; for them the last utime+stime
+      seen in /proc is added (the job's session is sampled every 0.2 s). The proxy's CPU is not counted.
+Peak RSS of (c), from the same samples: driver JVM, Python driver, Python workers (pyspark.daemon and its
+forks summed, the pages they share counted in each).
+
+moto's Scan walks the whole table for every page: the rates describe the emulator, not DynamoDB. The machine
+may be shared: load averages are printed. Ctrl+C or SIGTERM stops the job, the proxy and the emulator (exit 130).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import importlib.metadata
+import os
+import platform
+import resource
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections import namedtuple
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import mean
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(REPO / "scripts"), str(REPO / "tests")]
+
+import boto3  # noqa: E402
+import yaml  # noqa: E402
+from botocore.config import Config  # noqa: E402
+from emulator import EmulatorProcess  # noqa: E402
+from faultproxy import FaultProxy  # noqa: E402
+from sample_data import create_sample_table, make_item, seed  # noqa: E402
+
+from migrator.items import item_size_bytes  # noqa: E402
+
+REGION, ACCESS_KEY, SECRET_KEY = "us-east-1", "bench-access-key", "bench-secret-key"
+MASTER = "local[2]"
+CHECK_SEGMENTS = 8  # threads that scan a target to verify it
+SAMPLE_SECONDS = 0.2
+TICKS, PAGE_BYTES = os.sysconf("SC_CLK_TCK"), os.sysconf("SC_PAGE_SIZE")
+PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
+JVM, PY_DRIVER, WORKERS = "driver JVM", "Python driver", "Python workers"
+
+
+@dataclass
+class Source:
+    table: str
+    keys: set[tuple[str, str]]  # (pk, sk) of every item: what each copy must hold
+    mean_item_bytes: float
+
+
+@dataclass
+class Copy:
+    """One copy of the source: its time, the client CPU it took, and what scanning its target found."""
+
+    how: str
+    seconds: float
+    client_cpu: float
+    check: str = "not checked"
+    ok: bool = False
+    window_seconds: float = 0.0  # (c) only: first Scan to last write
+    peak_rss: dict[str, int] = field(default_factory=dict)  # (c) only: bytes per kind of process
+
+
+# --- DynamoDB helpers -----------------------------------------------------------------------------------
+def dynamodb(endpoint_url: str):
+    """A boto3 client with a connection per benchmark thread; few retries, so Ctrl+C ends quickly."""
+    config = Config(retries={"mode": "standard", "max_attempts": 3}, max_pool_connections=64, read_timeout=300)
+    return boto3.client("dynamodb", endpoint_url=endpoint_url, region_name=REGION, config=config,
+                        aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY)
+
+
+def in_threads(threads: int, function, arguments) -> list:
+    """function over arguments on `threads` threads; on Ctrl+C the calls not yet started are dropped."""
+    pool = ThreadPoolExecutor(threads)
+    try:
+        return list(pool.map(function, arguments))
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def write_batch(client, table: str, items: list[dict]) -> None:
+    """BatchWriteItem of up to 25 items, resending UnprocessedItems (DynamoDB may take part of a batch)."""
+    pending = {table: [{"PutRequest": {"Item": item}} for item in items]}
+    while pending:
+        pending = client.batch_write_item(RequestItems=pending).get("UnprocessedItems") or {}
+
+
+def parallel_scan(client, table: str, segments: int, **request) -> list[dict]:
+    """Every item of the table, one thread per Scan segment."""
+
+    def scan_segment(segment: int) -> list[dict]:
+        items, start = [], {}
+        while start is not None:
+            page = client.scan(TableName=table, Segment=segment, TotalSegments=segments, **request, **start)
+            items += page["Items"]
+            start = {"ExclusiveStartKey": page["LastEvaluatedKey"]} if "LastEvaluatedKey" in page else None
+        return items
+
+    return [item for part in in_threads(segments, scan_segment, range(segments)) for item in part]
+
+
+def new_table(client, prefix: str) -> str:
+    table = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    create_sample_table(client, table)
+    return table
+
+
+def verify(client, copy: Copy, table: str, source: Source) -> None:
+    """Scan the target's keys: the copy is good when its item count and key set are the source's."""
+    items = parallel_scan(client, table, CHECK_SEGMENTS, ProjectionExpression="pk, sk")
+    keys = {(item["pk"]["S"], item["sk"]["N"]) for item in items}
+    copy.ok = len(items) == len(source.keys) and keys == source.keys
+    copy.check = f"{table}: {len(items):,} items, {len(keys):,} distinct keys: {'OK' if copy.ok else 'MISMATCH'}"
+    print(f"    check {copy.check}")
+
+
+def measure(how: str, work) -> Copy:
+    """Run work(); keep its wall time and this process's CPU time (all its threads)."""
+    cpu0, started = time.process_time(), time.monotonic()
+    work()
+    copy = Copy(how, time.monotonic() - started, time.process_time() - cpu0)
+    print(f"    {copy.seconds:.1f} s, client CPU {copy.client_cpu:.1f} s")
+    return copy
+
+
+# --- The phases -----------------------------------------------------------------------------------------
+def seed_source(client, n: int, payload_bytes: int) -> Source:
+    """Create the source table and fill it with items 0..n-1 from 8 threads."""
+    items = [make_item(i, payload_bytes) for i in range(n)]
+    table, started = new_table(client, "bench-src"), time.monotonic()
+    seed(client, table, items, threads=8)
+    source = Source(table, {(it["pk"]["S"], it["sk"]["N"]) for it in items}, mean(map(item_size_bytes, items)))
+    print(f"source:    {table}: {n:,} items of {source.mean_item_bytes:,.0f} bytes on average "
+          f"(migrator.items.item_size_bytes), seeded in {time.monotonic() - started:.1f} s")
+    return source
+
+
+def copy_limit(client, source: Source, threads: int) -> Copy:
+    """(a) The emulator's limit: everything scanned by `threads` segments, then written from as many threads."""
+    how = f"{threads}-segment parallel Scan, then {threads}-thread BatchWriteItem"
+    print(f"\n(a) emulator limit: {how} ...")
+    target, items, scanned_at = new_table(client, "bench-a"), [], []
+
+    def work():
+        items.extend(parallel_scan(client, source.table, threads))
+        scanned_at.append(time.monotonic())
+        batches = [items[i : i + 25] for i in range(0, len(items), 25)]
+        in_threads(threads, lambda batch: write_batch(client, target, batch), batches)
+
+    copy = measure(how, work)
+    print(f"    of which writing {time.monotonic() - scanned_at[0]:.1f} s")
+    verify(client, copy, target, source)
+    return copy
+
+
+def copy_plain(client, source: Source) -> Copy:
+    """(b) A plain boto3 copy: one thread, paginated Scan, BatchWriteItem of 25."""
+    how = "1 thread: paginated Scan, BatchWriteItem of 25"
+    print(f"\n(b) plain boto3: {how} ...")
+    target = new_table(client, "bench-b")
+
+    def work():
+        for page in client.get_paginator("scan").paginate(TableName=source.table):
+            for i in range(0, len(page["Items"]), 25):
+                write_batch(client, target, page["Items"][i : i + 25])
+
+    copy = measure(how, work)
+    verify(client, copy, target, source)
+    return copy
+
+
+def copy_migrator(client, emulator_url: str, source: Source, segments: int | None, workdir: Path) -> Copy:
+    """(c) The migrator as a user runs it; a proxy that injects no faults timestamps its requests."""
+    print(f"\n(c) migrator: spark-submit --master {MASTER} jobs/migrate.py ...")
+    target, job = f"bench-c-{uuid.uuid4().hex[:8]}", Job(workdir / "job.log")
+    with FaultProxy(emulator_url, fault_rate=0.0, record=True, clock=time.monotonic) as proxy:
+        command = spark_submit(write_config(workdir, proxy.endpoint_url, source.table, target, segments))
+        print(f"    {shlex.join(command)}")
+        rusage0, launched = children_cpu(), time.monotonic()
+        exit_code = job.run(command)
+        exited, rusage = time.monotonic(), children_cpu() - rusage0
+        requests = proxy.recorded  # (operation, body, arrived, answered)
+    first_scan = min((r[2] for r in requests if r[0] == "Scan"), default=exited)
+    last_write = max((r[3] for r in requests if r[0] == "BatchWriteItem"), default=exited)
+    log = job.log_path.read_text(errors="replace").splitlines()
+    plan = next((line.partition("snapshot plan: ")[2] for line in log if "snapshot plan: " in line), "?")
+    copy = Copy(f"spark-submit --master {MASTER}; {', '.join(plan.split(', ')[:2])}", exited - launched,
+                rusage + job.kernel_reaped_worker_cpu(), window_seconds=max(last_write - first_scan, 0.0),
+                peak_rss=job.peak_rss)
+    print(f"    plan: {plan}")
+    print(f"    launch → exit {copy.seconds:.1f} s; first Scan → last write {copy.window_seconds:.1f} s, "
+          f"from {first_scan - launched:.1f} s after launch to {exited - last_write:.1f} s before exit")
+    print(f"    client CPU {copy.client_cpu:.1f} s = {rusage:.1f} s waited for (RUSAGE_CHILDREN; {len(job.reaped)} "
+          f"orphans waited for here) + {job.kernel_reaped_worker_cpu():.1f} s of workers the kernel reaped (sampled)")
+    print(f"    peak RSS: {', '.join(f'{kind} {mib(size)}' for kind, size in job.peak_rss.items())}")
+    if exit_code != 0:
+        copy.check = f"the job exited with code {exit_code}; its log ends:\n    " + "\n    ".join(log[-40:])
+        return copy
+    print("\n".join(f"    | {line}" for line in log if line.startswith(("snapshot ", "  "))))  # the job's summary
+    verify(client, copy, target, source)
+    return copy
+
+
+def spark_submit(config: Path) -> list[str]:
+    log4j = f"-Dlog4j2.configurationFile={REPO / 'conf' / 'log4j2.properties'}"  # Spark's own logging at WARN
+    return [str(Path(sys.executable).parent / "spark-submit"), "--master", MASTER, "--driver-java-options", log4j,
+            str(REPO / "jobs" / "migrate.py"), "--config", str(config)]
+
+
+def write_config(workdir: Path, endpoint_url: str, source: str, target: str, segments: int | None) -> Path:
+    """The job's YAML: both tables behind the proxy; the split left to the migrator unless --segments."""
+    host, _, port = endpoint_url.rpartition(":")
+
+    def side(table: str) -> dict:
+        return {"type": "dynamodb", "table": table, "region": REGION, "endpoint": {"host": host, "port": int(port)},
+                "credentials": {"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}}
+
+    config = {"source": side(source), "target": {**side(target), "streamChanges": False},
+              "savepoints": {"path": str(workdir / "savepoints")}}
+    if segments:
+        config["source"]["scanSegments"] = segments
+    path = workdir / "bench-c.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return path
+
+
+# --- The job's processes, from /proc --------------------------------------------------------------------
+# The fields of /proc/<pid>/stat used here (proc(5)): cpu is utime + stime in seconds; start is the start
+# time in clock ticks, which tells a process from a later one with the same pid; rss is in bytes.
+Stat = namedtuple("Stat", "comm ppid session cpu start rss")
+
+
+def read_stat(pid: int) -> Stat | None:
+    try:
+        head, _, rest = Path(f"/proc/{pid}/stat").read_text().rpartition(")")
+    except OSError:
+        return None  # gone
+    f = rest.split()  # f[0] is field 3, state
+    cpu = (int(f[11]) + int(f[12])) / TICKS
+    return Stat(head.partition("(")[2], int(f[1]), int(f[3]), cpu, int(f[19]), int(f[21]) * PAGE_BYTES)
+
+
+def children_cpu() -> float:
+    return sum(resource.getrusage(resource.RUSAGE_CHILDREN)[:2])  # user + system seconds
+
+
+def kind_of(pid: int, comm: str) -> str:
+    """Which part of the job a process is, from its name and command line."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return "gone"
+    if comm.startswith("python"):
+        return WORKERS if "pyspark.daemon" in cmdline or "pyspark.worker" in cmdline else PY_DRIVER
+    # Spark's launcher JVM runs alone and briefly before spark-class execs the driver JVM: never the peak.
+    return JVM if comm == "java" else comm
+
+
+class Job:
+    """spark-submit in a session of its own, sampled from /proc until no process of that session is left."""
+
+    def __init__(self, log_path: Path):
+        self.log_path = log_path
+        self.seen: dict[tuple[int, int], tuple[str, Stat]] = {}  # (pid, start) -> kind, last sample
+        self.peak_rss = dict.fromkeys((JVM, PY_DRIVER, WORKERS), 0)
+        self.reaped: set[int] = set()  # job processes re-parented here and waited for here
+        self._stop = threading.Event()
+
+    def run(self, command: list[str]) -> int:
+        """Run the job to its end and return its exit code; on an error or Ctrl+C, kill all of it."""
+        env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
+               "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+        with open(self.log_path, "wb") as log:  # spark-submit relays the Python driver's output too
+            self.proc = subprocess.Popen(command, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=log,
+                                         stderr=subprocess.STDOUT, start_new_session=True)
+        sampler = threading.Thread(target=self._sample_until_stopped, daemon=True)
+        sampler.start()
+        try:
+            code = self.proc.wait()
+            self._wait_for_session()
+            return code
+        finally:
+            self._stop.set()
+            sampler.join()
+            self._kill_session()  # nothing is left after a normal end
+            self.proc.wait()
+
+    def kernel_reaped_worker_cpu(self) -> float:
+        """Sampled CPU of pyspark.daemon's forked workers (it ignores SIGCHLD, so the kernel reaps them)."""
+        workers = {pid: stat for (pid, _), (kind, stat) in self.seen.items() if kind == WORKERS}
+        return sum(stat.cpu for pid, stat in workers.items() if stat.ppid in workers and pid not in self.reaped)
+
+    def _wait_for_session(self) -> None:
+        """After spark-submit exits: reap the job's processes re-parented here until none is left."""
+        deadline = time.monotonic() + 30
+        while session := self._session():
+            for pid in (pid for pid, stat in session.items() if stat.ppid == os.getpid()):
+                with contextlib.suppress(ChildProcessError):
+                    if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                        self.reaped.add(pid)
+            if time.monotonic() > deadline:
+                print(f"    note: killing job processes still running 30 s after spark-submit: {sorted(session)}")
+                self._kill_session()
+            time.sleep(0.05)
+
+    def _session(self) -> dict[int, Stat]:
+        stats = {int(pid): read_stat(int(pid)) for pid in os.listdir("/proc") if pid.isdigit()}
+        return {pid: stat for pid, stat in stats.items() if stat and stat.session == self.proc.pid}
+
+    def _kill_session(self) -> None:
+        for pid in self._session():
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+    def _sample_until_stopped(self) -> None:
+        """Every SAMPLE_SECONDS: each job process's kind, CPU and RSS, and the RSS peak per kind."""
+        while not self._stop.wait(SAMPLE_SECONDS):
+            rss = dict.fromkeys(self.peak_rss, 0)
+            for pid, stat in self._session().items():
+                kind = kind_of(pid, stat.comm)  # changes when a shell execs java
+                self.seen[(pid, stat.start)] = (kind, stat)
+                rss[kind] = rss.get(kind, 0) + stat.rss
+            self.peak_rss = {kind: max(peak, rss[kind]) for kind, peak in self.peak_rss.items()}
+
+
+# --- Report ---------------------------------------------------------------------------------------------
+def mib(size_bytes: int) -> str:
+    return f"{size_bytes / 2**20:,.0f} MiB"
+
+
+def reproduce_command(args: argparse.Namespace) -> str:
+    python = os.path.relpath(sys.executable, REPO) if sys.executable.startswith(f"{REPO}/") else sys.executable
+    flags = f"--items {args.items} --payload-bytes {args.payload_bytes} --limit-threads {args.limit_threads}"
+    segments = f" --segments {args.segments}" if args.segments else ""
+    return f"cd {REPO} && {python} scripts/bench_snapshot.py {flags}{segments}"
+
+
+def print_header(args: argparse.Namespace) -> dict[str, str]:
+    """Machine, versions, load and how to reproduce: what a reader needs to weigh the numbers."""
+
+    def run(*command: str) -> str:
+        done = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+        return (done.stdout + done.stderr).strip()
+
+    memory_kib = next(int(line.split()[1]) for line in open("/proc/meminfo") if line.startswith("MemTotal:"))
+    cpu = next((line.split(":")[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "?")
+    dirty = " + uncommitted changes in migrator/" if run("git", "status", "--porcelain", "--", "migrator") else ""
+    packages = ", ".join(f"{name} {importlib.metadata.version(name)}" for name in ("pyspark", "moto", "boto3"))
+    facts = {
+        "machine": f"{os.cpu_count()} cores ({len(os.sched_getaffinity(0))} usable), {memory_kib / 2**20:.1f} GiB, "
+        f"{cpu}, Linux {platform.release()}",
+        "versions": f"migrator {run('git', 'rev-parse', '--short', 'HEAD')}{dirty}, python {platform.python_version()}, "
+        f"{packages}, botocore {importlib.metadata.version('botocore')}, {run('java', '-version').splitlines()[0]}",
+        "load": "{:.2f} {:.2f} {:.2f}".format(*os.getloadavg()),
+    }
+    print(f"# dynamodb-migrator snapshot benchmark\nreproduce: {reproduce_command(args)}")
+    print(f"machine:   {facts['machine']}\nversions:  {facts['versions']}")
+    print(f"load average at start (1/5/15 min): {facts['load']} (other work may share the machine)")
+    return facts
+
+
+def report(args: argparse.Namespace, facts: dict[str, str], source: Source, a: Copy, b: Copy, c: Copy) -> None:
+    """Rates, ratios, CPU, memory and the two goals; then the same as a Markdown table for the README."""
+    n, rss, load = args.items, c.peak_rss, "{:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
+    rate = {"a": n / a.seconds, "b": n / b.seconds, "c": n / c.window_seconds if c.window_seconds else 0.0}
+    cpu = {key: copy.client_cpu / n * 10_000 for key, copy in zip("abc", (a, b, c))}
+    print(f"\n## Results\nitems/s: (a) {rate['a']:,.0f}, (b) {rate['b']:,.0f}, (c) {rate['c']:,.0f} from first Scan "
+          f"to last write ({n / c.seconds:,.0f} from launch to exit)")
+    print(f"c/a: {rate['c'] / rate['a']:.2f}, c/b: {rate['c'] / rate['b']:.2f} (c from first Scan to last write)")
+    print(f"client CPU-s per 10,000 items: (b) {cpu['b']:.2f}, (c) {cpu['c']:.2f}  [(a) {cpu['a']:.2f}]")
+    print(f"peak RSS of (c): {', '.join(f'{kind} {mib(size)}' for kind, size in rss.items())}")
+    print(f"goal: c(first scan→last write) >= 0.8 × a: {'MET' if rate['c'] >= 0.8 * rate['a'] else 'NOT MET'} "
+          f"({rate['c']:,.0f} vs {0.8 * rate['a']:,.0f} items/s)")
+    print(f"goal: client CPU per item c < b: {'MET' if cpu['c'] < cpu['b'] else 'NOT MET'} "
+          f"({cpu['c']:.2f} vs {cpu['b']:.2f} CPU-s per 10k items)")
+    print(f"load average at end (1/5/15 min): {load}")
+    for copy in (a, b, c):
+        print(f"verified: {copy.check}" if copy.ok else f"FAILED: {copy.how}: {copy.check}")
+    print(f"\n## Markdown\n\nSnapshot copy of {n:,} items ({source.mean_item_bytes:,.0f} bytes on average) on the "
+          f"moto emulator; {facts['machine']}; {facts['versions']}; load average {facts['load'].split()[0]} at "
+          f"start, {load.split()[0]} at end. Reproduce: `{reproduce_command(args)}`\n")
+    print("| run | how | seconds | items/s | vs (a) | client CPU-s / 10k items | peak RSS |")
+    print("|---|---|---:|---:|---:|---:|---|")
+    rows = [("(a) emulator limit", a.how, a.seconds, f"{cpu['a']:.2f}", ""),
+            ("(b) plain boto3", b.how, b.seconds, f"{cpu['b']:.2f}", ""),
+            ("(c) migrator, first Scan → last write", c.how, c.window_seconds, "", ""),
+            ("(c) migrator, launch → exit", "the same run, JVM start-up and shutdown included", c.seconds,
+             f"{cpu['c']:.2f}", ", ".join(f"{kind} {mib(size)}" for kind, size in rss.items()))]
+    for run, how, seconds, cpu_10k, peak in rows:
+        items_per_second = n / seconds if seconds else 0.0
+        print(f"| {run} | {how} | {seconds:,.1f} | {items_per_second:,.0f} | {items_per_second / rate['a']:.2f} "
+              f"| {cpu_10k} | {peak} |")
+
+
+# --- Main -----------------------------------------------------------------------------------------------
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--items", type=int, default=100_000, help="items in the source table (default 100,000)")
+    parser.add_argument("--payload-bytes", type=int, default=207,
+                        help="make_item's payload; 207 makes items of about 500 bytes (default)")
+    parser.add_argument("--segments", type=int, help="source.scanSegments for (c) (default: the migrator plans it)")
+    parser.add_argument("--limit-threads", type=int, default=8, help="Scan segments and write threads of (a)")
+    args = parser.parse_args(argv)
+    if args.items < 1 or args.payload_bytes < 0 or args.limit_threads < 1 or (args.segments or 1) < 1:
+        parser.error("--items, --segments and --limit-threads must be positive, --payload-bytes not negative")
+    return args
+
+
+def interrupt(signum, frame) -> None:
+    """Ctrl+C or SIGTERM: unwind through every cleanup block; a second signal must not cut them short."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise KeyboardInterrupt
+
+
+def benchmark(args: argparse.Namespace, emulator: EmulatorProcess, workdir: Path) -> int:
+    """Seed the source, copy it three ways, report; 1 if a copy is wrong or the job failed."""
+    facts = print_header(args)
+    emulator.start()
+    print(f"emulator:  {emulator.endpoint_url} (pid {emulator.pid})")
+    client = dynamodb(emulator.endpoint_url)
+    source = seed_source(client, args.items, args.payload_bytes)
+    a = copy_limit(client, source, args.limit_threads)
+    b = copy_plain(client, source)
+    c = copy_migrator(client, emulator.endpoint_url, source, args.segments, workdir)
+    report(args, facts, source, a, b, c)
+    return 0 if a.ok and b.ok and c.ok else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    sys.stdout.reconfigure(line_buffering=True)  # progress shows as it happens, also in a file
+    for signum in (signal.SIGINT, signal.SIGTERM):  # SIGINT too: a shell's `&` would have it ignored
+        signal.signal(signum, interrupt)
+    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        sys.exit("needs Linux: prctl(PR_SET_CHILD_SUBREAPER) failed")
+    workdir, emulator = Path(tempfile.mkdtemp(prefix="bench-snapshot-")), EmulatorProcess()
+    try:
+        return benchmark(args, emulator, workdir)
+    except KeyboardInterrupt:
+        print("\ninterrupted: stopping what the benchmark started", file=sys.stderr)
+        return 130
+    finally:
+        emulator.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
