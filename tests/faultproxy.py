@@ -28,10 +28,10 @@ from __future__ import annotations
 import http.client
 import json
 import random
-import socket
 import threading
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from loopback import KeepAliveHandler, LoopbackService
 from typing import Callable
 
 FAULTS = ("throughput", "throttling", "http500", "http503", "drop")
@@ -53,8 +53,10 @@ _HOP_BY_HOP = {
 }
 
 
-class FaultProxy:
+class FaultProxy(LoopbackService):
     """Threaded reverse proxy on a free loopback port; a context manager."""
+
+    thread_name = "faultproxy"
 
     def __init__(
         self,
@@ -66,6 +68,7 @@ class FaultProxy:
         record: bool = False,
         clock: Callable[[], float] | None = None,
     ):
+        super().__init__()
         unknown = set(faults) - set(FAULTS)
         if unknown or not faults:
             raise ValueError(f"faults must be a non-empty subset of {FAULTS}, got {faults}")
@@ -74,22 +77,12 @@ class FaultProxy:
         self.fault_rate = fault_rate
         self.faults = tuple(faults)
         self.operations = None if operations is None else set(operations)
-        self.endpoint_url: str | None = None
         self._random = random.Random(seed)
         self._lock = threading.Lock()
         self._counts = dict.fromkeys((*self.faults, "forwarded"), 0)
         self._record = record
         self._clock = clock
         self._recorded: list[tuple] = []
-        self._connections: set[socket.socket] = set()
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
-
-    def __enter__(self) -> FaultProxy:
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
 
     @property
     def counts(self) -> dict[str, int]:
@@ -115,41 +108,6 @@ class FaultProxy:
             with self._lock:
                 self._recorded.append(record)
 
-    @property
-    def open_connections(self) -> int:
-        """Client connections currently open (kept alive between requests)."""
-        with self._lock:
-            return len(self._connections)
-
-    def start(self) -> FaultProxy:
-        self._server = _Server(("127.0.0.1", 0), _Handler)
-        self._server.proxy = self
-        self.endpoint_url = f"http://127.0.0.1:{self._server.server_port}"
-        self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.05},  # how long stop() waits for the loop
-            name="faultproxy",
-            daemon=True,
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop accepting, then cut open client connections so no handler lingers."""
-        server, self._server = self._server, None
-        if server is None:
-            return
-        server.shutdown()
-        server.server_close()
-        with self._lock:
-            connections = list(self._connections)
-        for conn in connections:
-            try:
-                conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass  # already closed by its handler
-        self._thread.join()
-
     # -- called from handler threads -------------------------------------
 
     def choose_fault(self, target: str | None) -> str | None:
@@ -170,34 +128,11 @@ class FaultProxy:
         with self._lock:
             self._counts[key] += 1
 
-    def track(self, conn: socket.socket, open_: bool) -> None:
-        with self._lock:
-            (self._connections.add if open_ else self._connections.discard)(conn)
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False  # stop() must not wait for client connections
-    request_queue_size = 1024
-    proxy: FaultProxy
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive
-    timeout = 120  # seconds an idle client connection is kept
-    disable_nagle_algorithm = True  # else headers + body as two writes cost ~40 ms
-    server: _Server
-
-    def setup(self) -> None:
-        super().setup()
-        self.server.proxy.track(self.connection, True)
-
-    def finish(self) -> None:
-        self.server.proxy.track(self.connection, False)
-        super().finish()
+class _Handler(KeepAliveHandler):
+    """Relays a request upstream, or answers it with the fault the proxy chose."""
 
     def handle_request(self) -> None:
-        proxy = self.server.proxy
+        proxy = self.server.service
         arrived = proxy.now()
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         fault = proxy.choose_fault(self.headers.get("X-Amz-Target"))
@@ -220,7 +155,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def forward(self, body: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
         """Send this request upstream verbatim (Host included: it is signed)."""
-        conn = http.client.HTTPConnection(*self.server.proxy.upstream, timeout=60)
+        conn = http.client.HTTPConnection(*self.server.service.upstream, timeout=60)
         try:
             conn.putrequest(self.command, self.path, skip_host=True, skip_accept_encoding=True)
             for name, value in self.headers.items():
@@ -247,5 +182,5 @@ class _Handler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(body)
 
-    def log_message(self, format: str, *args) -> None:
-        pass  # quiet: tests send thousands of requests
+
+FaultProxy.handler = _Handler  # defined after the class it serves

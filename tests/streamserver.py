@@ -65,13 +65,13 @@ import collections
 import copy
 import datetime
 import json
-import socket
 import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Iterable
+
+from loopback import KeepAliveHandler, LoopbackService
 
 OPERATIONS = ("ListStreams", "DescribeStream", "GetShardIterator", "GetRecords")
 TARGET_PREFIX = "DynamoDBStreams_20120810."
@@ -153,8 +153,10 @@ class _Fault:
     shard_id: str | None
 
 
-class ScriptedStreamServer:
+class ScriptedStreamServer(LoopbackService):
     """One DynamoDB stream on a free loopback port, scripted from the test; a context manager."""
+
+    thread_name = "streamserver"
 
     def __init__(
         self,
@@ -168,6 +170,7 @@ class ScriptedStreamServer:
         iterator_ttl: float | None = None,
         shard_read_limit: int | None = None,
     ):
+        super().__init__()
         if view_type not in VIEW_TYPES:
             raise ValueError(f"view_type must be one of {VIEW_TYPES}, got {view_type!r}")
         if shard_order not in ("creation", "reverse"):
@@ -186,8 +189,6 @@ class ScriptedStreamServer:
             "%Y-%m-%dT%H:%M:%S.000"
         )
         self.stream_arn = f"arn:aws:dynamodb:{region}:{account}:table/{table_name}/stream/{self.stream_label}"
-        self.endpoint_url: str | None = None
-
         self._lock = threading.RLock()
         self._shards: dict[str, _Shard] = {}  # insertion order = creation order
         self._counter = 0
@@ -201,46 +202,8 @@ class ScriptedStreamServer:
         self._calls: list[tuple[str, dict]] = []
         self._counts: collections.Counter[str] = collections.Counter()
         self._fault_counts: collections.Counter[str] = collections.Counter()
-        self._connections: set[socket.socket] = set()
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
 
     # -- lifecycle ----------------------------------------------------------
-
-    def __enter__(self) -> ScriptedStreamServer:
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
-
-    def start(self) -> ScriptedStreamServer:
-        self._server = _Server(("127.0.0.1", 0), _Handler)
-        self._server.stream = self
-        self.endpoint_url = f"http://127.0.0.1:{self._server.server_port}"
-        self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name="streamserver",
-            daemon=True,
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop accepting, then cut open client connections so no handler lingers."""
-        server, self._server = self._server, None
-        if server is None:
-            return
-        server.shutdown()
-        server.server_close()
-        with self._lock:
-            connections = list(self._connections)
-        for conn in connections:
-            try:
-                conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-        self._thread.join()
 
     # -- topology -----------------------------------------------------------
 
@@ -413,11 +376,6 @@ class ScriptedStreamServer:
         """The shard's readable records, as served (a deep copy)."""
         with self._lock:
             return [copy.deepcopy(r.wire) for r in self._shards[shard_id].records]
-
-    @property
-    def open_connections(self) -> int:
-        with self._lock:
-            return len(self._connections)
 
     # -- internals ----------------------------------------------------------
 
@@ -689,13 +647,6 @@ class ScriptedStreamServer:
             message = f"Invalid ShardIterator: {str(iterator)[:60]!r}"
             raise StreamApiError("ValidationException", message) from None
 
-    # -- connections ------------------------------------------------------
-
-    def track(self, conn: socket.socket, open_: bool) -> None:
-        with self._lock:
-            (self._connections.add if open_ else self._connections.discard)(conn)
-
-
 def _describe_shard(shard: _Shard) -> dict:
     numbers = {"StartingSequenceNumber": str(shard.start)}
     if shard.closed:
@@ -739,30 +690,12 @@ def _serialize_map(item: dict[str, dict]) -> dict[str, dict]:
     return {name: _serialize_value(value) for name, value in item.items()}
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-    request_queue_size = 1024
-    stream: ScriptedStreamServer
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive
-    timeout = 120
-    disable_nagle_algorithm = True
-    server: _Server
-
-    def setup(self) -> None:
-        super().setup()
-        self.server.stream.track(self.connection, True)
-
-    def finish(self) -> None:
-        self.server.stream.track(self.connection, False)
-        super().finish()
+class _Handler(KeepAliveHandler):
+    """Answers the DynamoDB Streams JSON protocol from the scripted state."""
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        answer = self.server.stream.serve(self.headers.get("X-Amz-Target"), body)
+        answer = self.server.service.serve(self.headers.get("X-Amz-Target"), body)
         if answer is None:
             self.close_connection = True  # hang up without a word
             return
@@ -775,5 +708,5 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def log_message(self, format: str, *args) -> None:
-        pass
+
+ScriptedStreamServer.handler = _Handler  # defined after the class it serves

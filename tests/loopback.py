@@ -1,0 +1,96 @@
+"""A threaded keep-alive HTTP service on a free loopback port: the base of the test servers.
+
+Subclasses (the fault proxy, the scripted stream server) set `handler` to a subclass of
+`KeepAliveHandler`, whose `self.server.service` is the running service. `stop()` cuts
+open client connections so no handler thread lingers on an idle keep-alive connection.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class KeepAliveHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive: botocore and urllib3 reuse connections
+    timeout = 120  # seconds an idle client connection is kept
+    disable_nagle_algorithm = True  # else headers and body as two writes cost ~40 ms
+    server: "_Server"
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.service.track(self.connection, True)
+
+    def finish(self) -> None:
+        self.server.service.track(self.connection, False)
+        super().finish()
+
+    def log_message(self, format: str, *args) -> None:
+        pass  # quiet: tests send thousands of requests
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False  # stop() must not wait for client connections
+    request_queue_size = 1024
+    service: "LoopbackService"
+
+
+class LoopbackService:
+    """Serves `handler` on 127.0.0.1 in a background thread; a context manager."""
+
+    handler: type[KeepAliveHandler] = KeepAliveHandler
+    thread_name = "loopback"
+
+    def __init__(self) -> None:
+        self.endpoint_url: str | None = None
+        self._connections: set[socket.socket] = set()
+        self._connections_lock = threading.Lock()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    @property
+    def open_connections(self) -> int:
+        """Client connections currently open (kept alive between requests)."""
+        with self._connections_lock:
+            return len(self._connections)
+
+    def start(self):
+        self._server = _Server(("127.0.0.1", 0), self.handler)
+        self._server.service = self
+        self.endpoint_url = f"http://127.0.0.1:{self._server.server_port}"
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},  # how long stop() waits for the loop
+            name=self.thread_name,
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop accepting, then cut open client connections so no handler lingers."""
+        server, self._server = self._server, None
+        if server is None:
+            return
+        server.shutdown()
+        server.server_close()
+        with self._connections_lock:
+            connections = list(self._connections)
+        for conn in connections:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already closed by its handler
+        self._thread.join()
+
+    def track(self, conn: socket.socket, open_: bool) -> None:
+        with self._connections_lock:
+            (self._connections.add if open_ else self._connections.discard)(conn)
