@@ -31,10 +31,7 @@ class CapacityLimiter:
         with self._lock:
             self._refill()
             deficit = -self._tokens
-        if deficit > 0:
-            pause = deficit / self.units_per_second
-            self.waited_seconds += pause
-            time.sleep(pause)
+        self._sleep_off(deficit)
 
     def acquire(self, units: float) -> None:
         """Reserve `units` now, then sleep until the bucket is out of the debt that leaves."""
@@ -44,10 +41,7 @@ class CapacityLimiter:
             self._refill()
             self._tokens -= units
             deficit = -self._tokens
-        if deficit > 0:
-            pause = deficit / self.units_per_second
-            self.waited_seconds += pause
-            time.sleep(pause)
+        self._sleep_off(deficit)
 
     def settle(self, difference: float) -> None:
         """Correct an `acquire()` estimate by what the call really consumed (may be negative)."""
@@ -60,6 +54,13 @@ class CapacityLimiter:
         with self._lock:
             self._refill()
             self._tokens -= units
+
+    def _sleep_off(self, deficit: float) -> None:
+        """Sleep as long as refilling `deficit` units takes (nothing when there is none)."""
+        if deficit > 0:
+            pause = deficit / self.units_per_second
+            self.waited_seconds += pause
+            time.sleep(pause)
 
     def _refill(self) -> None:
         now = time.monotonic()
