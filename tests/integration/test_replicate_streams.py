@@ -16,7 +16,7 @@ import urllib.request
 import pytest
 
 from all_types import by_key
-from conftest import put_items, scan_all, side, write_config
+from conftest import TEST_SECRET_KEY, put_items, scan_all, side, write_config
 from emulator import free_port
 from sample_data import create_sample_table, make_item, make_items
 from test_resume import start_job
@@ -141,3 +141,11 @@ def test_snapshot_then_changes_until_ctrl_c_and_restart(dynamodb, endpoint_url, 
     os.killpg(job.pid, signal.SIGINT)
     reader = drain(job, lines2)
     assert job.wait(timeout=60) == 0, "".join(lines2[-60:])
+    reader.join(timeout=10)
+
+    # Secrets reach neither the checkpoint (offsets, commits, metadata) nor the output.
+    checkpoint_files = [p for p in (tmp_path / "checkpoint").rglob("*") if p.is_file()]
+    assert any(p.parent.name == "offsets" for p in checkpoint_files)
+    for path in checkpoint_files:
+        assert TEST_SECRET_KEY not in path.read_text(errors="replace"), path
+    assert TEST_SECRET_KEY not in "".join(lines + lines2)
