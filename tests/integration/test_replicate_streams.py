@@ -149,3 +149,33 @@ def test_snapshot_then_changes_until_ctrl_c_and_restart(dynamodb, endpoint_url, 
     for path in checkpoint_files:
         assert TEST_SECRET_KEY not in path.read_text(errors="replace"), path
     assert TEST_SECRET_KEY not in "".join(lines + lines2)
+
+
+def test_skip_initial_snapshot_replicates_changes_only(dynamodb, endpoint_url, table_name, tmp_path):
+    source, target = table_name("changes-only"), table_name("changes-only-copy")
+    create_sample_table(dynamodb, source)
+    put_items(dynamodb, source, make_items(50))  # before the job: never copied
+    config = write_config(
+        tmp_path,
+        {
+            "source": side(endpoint_url, source),
+            "target": side(endpoint_url, target, streamChanges=True, skipInitialSnapshotTransfer=True),
+            "checkpointLocation": str(tmp_path / "checkpoint"),
+        },
+    )
+    lines: list[str] = []
+    job = start_job(config)
+    wait_for_output(job, "replicating changes of", lines)
+    changed = list(make_items(20, start=1000))
+    put_items(dynamodb, source, changed)
+
+    deadline = time.monotonic() + 120
+    while len(scan_all(dynamodb, target)) < len(changed) and time.monotonic() < deadline:
+        time.sleep(1)
+    os.killpg(job.pid, signal.SIGINT)
+    reader = drain(job, lines)
+    assert job.wait(timeout=60) == 0, "".join(lines[-60:])
+    reader.join(timeout=10)
+
+    assert by_key(scan_all(dynamodb, target)) == by_key(changed)
+    assert "snapshot" not in "".join(line for line in lines if "complete" in line), "no snapshot was taken"
