@@ -75,7 +75,8 @@ def scanned_segments(proxy: FaultProxy) -> set[int]:
 
 @pytest.fixture
 def slow_copy(dynamodb, endpoint_url, table_name, tmp_path):
-    """A source table and a config copying it one segment at a time, slow enough to interrupt."""
+    """A source table and a config copying it one segment at a time, slow enough to interrupt:
+    reads paced to 20 RCU/s (estimated from item sizes) take about 2 s a segment."""
     source, target = table_name("resume"), table_name("resume-copy")
     create_sample_table(dynamodb, source)
     put_items(dynamodb, source, make_items(ITEMS))
@@ -84,7 +85,10 @@ def slow_copy(dynamodb, endpoint_url, table_name, tmp_path):
         return write_config(
             tmp_path,
             {
-                "source": side(endpoint, source, scanSegments=SEGMENTS, maxMapTasks=1),
+                "source": side(
+                    endpoint, source, scanSegments=SEGMENTS, maxMapTasks=1,
+                    readThroughput=40, throughputReadPercent=0.5, removeConsumedCapacity=True,
+                ),  # fmt: skip
                 "target": side(endpoint, target),
                 "savepoints": {"path": str(tmp_path / "savepoints")},
             },
