@@ -351,7 +351,8 @@ def replicate(
                 query.awaitTermination(1)
             except StreamingQueryException:  # the query failed: reported below as our error
                 break
-            if not query.status["isDataAvailable"]:  # the reader found nothing new: caught up
+            # Caught up: a trigger has run and the reader found nothing new since.
+            if query.lastProgress is not None and not query.status["isDataAvailable"]:
                 metrics.caught_up()
                 summary.lag_seconds = 0.0
             if should_stop is not None and should_stop(summary):
