@@ -9,9 +9,11 @@ job's description names the phase and the segment in the Spark UI.
 from __future__ import annotations
 
 import logging
+import signal
 import threading
+from contextlib import contextmanager
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
-from typing import Callable
+from typing import Callable, Iterator
 
 from py4j.protocol import Py4JError
 from pyspark.sql import SparkSession
@@ -32,7 +34,7 @@ def copy_segments(
 ) -> None:
     """Copy every segment; call `on_copied` as each finishes; raise the first terminal failure."""
     stop = threading.Event()
-    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="segment") as pool:
+    with _plain_ctrl_c(), ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="segment") as pool:
         futures: list[Future] = [pool.submit(_copy_one, spark, task, stop, on_copied) for task in tasks]
         try:
             done, _ = wait(futures, return_when=FIRST_EXCEPTION)
@@ -43,8 +45,34 @@ def copy_segments(
             stop.set()
             for future in futures:
                 future.cancel()
-            spark.sparkContext.cancelAllJobs()
+            _cancel_jobs(spark)
             raise
+
+
+@contextmanager
+def _plain_ctrl_c() -> Iterator[None]:
+    """Ctrl+C raises KeyboardInterrupt without calling into the JVM.
+
+    PySpark's own SIGINT handler calls cancelAllJobs through py4j first; under spark-submit
+    the JVM got the same signal and is shutting down, so that call fails and its py4j error
+    replaces the KeyboardInterrupt: the user would see a traceback instead of "rerun to resume".
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _cancel_jobs(spark: SparkSession) -> None:
+    """Cancel running segment jobs; the JVM may already be gone (Ctrl+C reaches it too)."""
+    try:
+        spark.sparkContext.cancelAllJobs()
+    except Py4JError:
+        log.debug("could not cancel Spark jobs: the JVM is shutting down")
 
 
 def _copy_one(
