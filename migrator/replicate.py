@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import signal
 import threading
 import time
@@ -235,6 +236,9 @@ def apply_partition(task: ApplyTask, rows: Iterator[Any]) -> Iterator[ApplyOutco
     except MigratorError as exc:
         puts = deletes = 0
         error = exc
+    except Exception as exc:  # a bug or an untranslated client error: still one clear line
+        puts = deletes = 0
+        error = MigratorError(f"applying changes to target table {task.target_table!r} failed: {type(exc).__name__}: {str(exc)[:300]}")
     newest = max((c.created_at for c in changes), default=0.0)
     shards = frozenset(c.shard_id for c in changes)
     yield ApplyOutcome(len(changes), puts, deletes, counters.retries, shards, newest, error)
@@ -325,16 +329,25 @@ def replicate(
         .load()
     )
     parallelism = spark.sparkContext.defaultParallelism
+    failures: list[MigratorError] = []
 
     def apply_batch(batch: DataFrame, batch_id: int) -> None:
-        spark.sparkContext.setJobDescription(f"replicate {config.source.table} → {config.target.table}: batch {batch_id}")
-        outcomes = batch.repartition(parallelism, "key").rdd.mapPartitions(
-            lambda rows: apply_partition(task, rows)
-        ).collect()
-        failed = [o.error for o in outcomes if o.error is not None]
-        if failed:
-            raise failed[0]
-        _record(summary, metrics, batch_id, outcomes)
+        try:
+            spark.sparkContext.setJobDescription(f"replicate {config.source.table} → {config.target.table}: batch {batch_id}")
+            outcomes = batch.repartition(parallelism, "key").rdd.mapPartitions(
+                lambda rows: apply_partition(task, rows)
+            ).collect()
+            failed = [o.error for o in outcomes if o.error is not None]
+            if failed:
+                raise failed[0]
+            _record(summary, metrics, batch_id, outcomes)
+        except Exception as exc:
+            failures.append(exc if isinstance(exc, MigratorError) else _query_error(exc))
+            # Raising fails the batch, so Spark does not commit it. The text stays short on
+            # purpose: Spark matches a failed foreachBatch's text against a regex that
+            # overflows the stack on a long one (a Java stack trace) and kills the query's
+            # thread, losing the cause. The cause is kept in `failures` and reported below.
+            raise RuntimeError(f"batch {batch_id} was not applied: {str(failures[-1])[:300]}") from None
 
     _leave_ctrl_c_to_the_driver(spark)
     query = (
@@ -345,6 +358,7 @@ def replicate(
         .start()
     )
     log.info("replicating changes of %r into %r (checkpoint %s); Ctrl+C stops", config.source.table, config.target.table, checkpoint)
+    stop_requested = False
     with _StopOnCtrlC() as ctrl_c:
         while query.isActive and not ctrl_c.requested:
             try:
@@ -356,12 +370,21 @@ def replicate(
                 metrics.caught_up()
                 summary.lag_seconds = 0.0
             if should_stop is not None and should_stop(summary):
+                stop_requested = True
                 break
+        stop_requested = stop_requested or ctrl_c.requested
         if query.isActive:
             log.info("stopping: the checkpoint keeps the last applied batch")
             query.stop()
+    if failures:
+        raise failures[-1]
     if query.exception() is not None:
         raise _query_error(query.exception())
+    if not stop_requested:
+        raise MigratorError(
+            "replicating changes failed: the streaming query stopped without an error (see the Spark log above); "
+            "run the job again: it resumes from the checkpoint"
+        )
     return summary
 
 
@@ -421,8 +444,17 @@ def _record(summary: ReplicationSummary, metrics: ReplicationMetrics, batch_id: 
 
 
 def _query_error(exc: Any) -> MigratorError:
+    """One line from a failed query or Spark job: the migrator's own error when a Python traceback holds one."""
     text = str(exc.desc if hasattr(exc, "desc") else exc)
+    ours = _OUR_ERROR_LINE.findall(text)
+    if ours:
+        return MigratorError(f"replicating changes failed: {ours[-1].strip()[:500]}")
     for line in text.splitlines():
         if "Error:" in line or "error:" in line:
             return MigratorError(f"replicating changes failed: {line.strip()[:500]}")
     return MigratorError(f"replicating changes failed: {text.strip().splitlines()[0][:500] if text.strip() else exc}")
+
+
+# The last line of a Python traceback that ended in one of our errors, e.g.
+# "migrator.errors.AwsRequestFailed: reading stream shard ...": the message after the class.
+_OUR_ERROR_LINE = re.compile(r"^migrator\.errors\.\w+: (.+)$", re.MULTILINE)

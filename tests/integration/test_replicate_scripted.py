@@ -130,6 +130,10 @@ class Replication:
     def state(self) -> dict[Key, dict[str, dict]]:
         return target_state(self.dynamodb, self.target)
 
+    def clear_target(self) -> None:
+        for pk, sk in self.state():
+            self.dynamodb.delete_item(TableName=self.target, Key={"pk": {"S": pk}, "sk": {"N": str(sk)}})
+
     def run(
         self,
         done: Callable[[dict[Key, dict]], bool],
@@ -571,6 +575,42 @@ def test_restart_replays_the_uncommitted_batch_and_skips_nothing(make_server, re
     assert summary.records >= 3 + 5  # the replayed batch and everything written while stopped
     assert server.fault_counts.get("ExpiredIteratorException") == 1
     run.assert_versions_never_went_back()
+
+
+def test_a_failed_re_read_on_an_executor_stops_with_the_cause_and_commits_nothing(make_server, replication):
+    """After a restart an executor re-reads the uncommitted batch; when that fails the job must stop
+    with the cause. (A failed foreachBatch with a long Java trace used to kill Spark's query thread
+    in a regex StackOverflowError, and replicate() then returned as if stopped on purpose.)"""
+    server = make_server()
+    script = Script(server)
+    server.add_shard(A)
+    for pk in ("k1", "k2"):
+        script.put(A, pk)
+    first = script.expected()
+    phase = {"second": False}
+
+    def on_poll(target: dict) -> None:
+        if not phase["second"] and target == first:
+            phase["second"] = True
+            script.put(A, "k3")
+
+    run = replication(server)
+    run.run(lambda t: phase["second"] and t == script.expected() and committed(run.checkpoint), on_poll=on_poll)
+    commits = sorted((run.checkpoint / "commits").iterdir(), key=lambda p: int(p.name) if p.name.isdigit() else -1)
+    last_commit = commits[-1]
+    last_commit.unlink()  # a crash between applying the last batch and committing it
+    (last_commit.parent / f".{last_commit.name}.crc").unlink(missing_ok=True)
+    run.clear_target()
+    server.fail_next("GetRecords", "ValidationException", times=100)  # the executor's re-read
+
+    error = run.run_expecting_failure(seconds=40)
+
+    assert error is not None, f"the failed re-read did not stop the job; target: {_show(run.state())}"
+    assert isinstance(error, MigratorError), f"replicate raised {type(error).__name__}, not a MigratorError: {error}"
+    assert "ValidationException" in str(error) or "injected" in str(error), str(error)
+    assert len(str(error)) < 1000, f"the error is not one readable line: {error}"
+    assert not (run.checkpoint / "commits" / last_commit.name).exists(), "the failed batch was committed"
+    assert run.state() == {}, f"a batch whose read failed wrote to the target: {_show(run.state())}"
 
 
 def test_clean_restart_resumes_at_the_checkpoint_and_skips_nothing(make_server, replication):
