@@ -14,6 +14,10 @@ gets one fault picked from ``faults``:
 - "drop": the request IS forwarded (the write may happen), then the client
   connection is closed without a response (botocore: ConnectionClosedError).
 
+``hold_next("BatchWriteItem")`` parks the next such request: neither forwarded nor answered
+until ``release_held()``, which then hangs up. A test can kill a job while its write is in
+flight (the returned event says when), and the write never lands.
+
 Everything else is forwarded verbatim and the response relayed. With ``record=True``
 the proxy keeps ``(operation, body bytes)`` of every forwarded request in
 ``recorded``, so a test can see what a job asked for (which Scan segments, say). Given a
@@ -83,6 +87,9 @@ class FaultProxy(LoopbackService):
         self._record = record
         self._clock = clock
         self._recorded: list[tuple] = []
+        self._hold_operation: str | None = None
+        self._held = threading.Event()
+        self._released = threading.Event()
 
     @property
     def counts(self) -> dict[str, int]:
@@ -108,7 +115,29 @@ class FaultProxy(LoopbackService):
             with self._lock:
                 self._recorded.append(record)
 
+    def hold_next(self, operation: str) -> threading.Event:
+        """Park the next request of `operation` (see the module doc); the event is set once one is parked."""
+        with self._lock:
+            self._hold_operation = operation
+            self._held.clear()
+            self._released.clear()
+        return self._held
+
+    def release_held(self) -> None:
+        """Hang up on the parked request, if any, without forwarding it."""
+        self._released.set()
+
     # -- called from handler threads -------------------------------------
+
+    def park_if_held(self, target: str | None) -> bool:
+        """Whether this request was the one to hold; if so, returns only once released."""
+        with self._lock:
+            if not target or self._hold_operation != target.rpartition(".")[2]:
+                return False
+            self._hold_operation = None
+        self._held.set()
+        self._released.wait()
+        return True
 
     def choose_fault(self, target: str | None) -> str | None:
         """The fault to inject for a request with this X-Amz-Target, or None."""
@@ -135,6 +164,9 @@ class _Handler(KeepAliveHandler):
         proxy = self.server.service
         arrived = proxy.now()
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if proxy.park_if_held(self.headers.get("X-Amz-Target")):
+            self.close_connection = True  # released: hang up, the request never went upstream
+            return
         fault = proxy.choose_fault(self.headers.get("X-Amz-Target"))
         if fault in ERRORS:
             self.send_error_fault(fault)

@@ -127,6 +127,35 @@ def test_each_fault_reaches_a_client_without_retries(emulator, table, fault, rai
     assert ("Item" in written) == (fault == "drop")  # a drop happens after the write
 
 
+def test_a_held_request_is_neither_forwarded_nor_answered_until_released(emulator, table):
+    import botocore.exceptions
+    import threading
+
+    with FaultProxy(emulator.endpoint_url, fault_rate=0.0) as proxy:
+        client = ddb_client(proxy.endpoint_url)
+        held = proxy.hold_next("PutItem")
+        outcome = {}
+
+        def put() -> None:
+            try:
+                client.put_item(TableName=table, Item={"pk": {"S": "held"}})
+            except botocore.exceptions.ConnectionClosedError as exc:
+                outcome["error"] = exc
+
+        writer = threading.Thread(target=put)
+        writer.start()
+        assert held.wait(5), "the put never reached the proxy"
+        client.put_item(TableName=table, Item={"pk": {"S": "after"}})  # only the next one is held
+        assert writer.is_alive(), "the held put was answered"
+        proxy.release_held()
+        writer.join(5)
+        assert isinstance(outcome.get("error"), botocore.exceptions.ConnectionClosedError)
+
+    direct = ddb_client(emulator.endpoint_url)
+    assert "Item" not in direct.get_item(TableName=table, Key={"pk": {"S": "held"}}, ConsistentRead=True)
+    assert "Item" in direct.get_item(TableName=table, Key={"pk": {"S": "after"}}, ConsistentRead=True)
+
+
 def test_max_attempts_counts_retries_not_attempts(emulator, table):
     with FaultProxy(emulator.endpoint_url, fault_rate=1.0, faults=("http500",)) as proxy:
         client = ddb_client(proxy.endpoint_url, retries={"max_attempts": 1, "mode": "standard"})

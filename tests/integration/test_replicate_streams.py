@@ -18,6 +18,7 @@ import pytest
 from all_types import by_key
 from conftest import TEST_SECRET_KEY, put_items, scan_all, side, write_config
 from emulator import free_port
+from faultproxy import FaultProxy
 from sample_data import create_sample_table, make_item, make_items
 from test_resume import start_job
 
@@ -95,7 +96,16 @@ def drain(job: subprocess.Popen, lines: list[str]) -> threading.Thread:
     return reader
 
 
-def test_snapshot_then_changes_until_ctrl_c_and_restart(dynamodb, endpoint_url, table_name, tmp_path):
+@pytest.fixture
+def target_proxy(endpoint_url):
+    """The target's endpoint as seen through a proxy that can park a write (no faults otherwise)."""
+    with FaultProxy(endpoint_url, fault_rate=0.0) as proxy:
+        yield proxy
+
+
+def test_snapshot_then_changes_until_ctrl_c_and_restart_and_kill_9_mid_batch(
+    dynamodb, endpoint_url, table_name, tmp_path, target_proxy
+):
     source, target = table_name("live"), table_name("live-copy")
     metrics_port = free_port()
     create_sample_table(dynamodb, source)
@@ -104,7 +114,7 @@ def test_snapshot_then_changes_until_ctrl_c_and_restart(dynamodb, endpoint_url, 
         tmp_path,
         {
             "source": side(endpoint_url, source, scanSegments=4),
-            "target": side(endpoint_url, target, streamChanges=True),
+            "target": side(target_proxy.endpoint_url, target, streamChanges=True),
             "checkpointLocation": str(tmp_path / "checkpoint"),
             "metricsPort": metrics_port,
         },
@@ -138,17 +148,38 @@ def test_snapshot_then_changes_until_ctrl_c_and_restart(dynamodb, endpoint_url, 
     wait_for_output(job, "replicating changes of", lines2)
     assert "4 already copied by an earlier run" in "".join(lines2), "no new snapshot after a completed one"
     wait_until_converged(dynamodb, source, target)
-    os.killpg(job.pid, signal.SIGINT)
+
+    # kill -9 while a batch is being applied: one of its writes is in flight (parked by the
+    # proxy, so it never lands), others may have landed; nothing was committed for it.
     reader = drain(job, lines2)
-    assert job.wait(timeout=60) == 0, "".join(lines2[-60:])
+    held = target_proxy.hold_next("BatchWriteItem")
+    killed_writer = Writer(dynamodb, source, seed=5)
+    for _ in range(100):
+        killed_writer.write_once()
+    assert held.wait(timeout=120), "no batch write while changes arrived:\n" + "".join(lines2[-60:])
+    os.killpg(job.pid, signal.SIGKILL)
+    job.wait(timeout=60)
     reader.join(timeout=10)
+    target_proxy.release_held()
+    for _ in range(50):  # and more writes while it is dead
+        killed_writer.write_once()
+
+    lines3: list[str] = []
+    job = start_job(config)
+    wait_for_output(job, "replicating changes of", lines3)
+    wait_until_converged(dynamodb, source, target)  # nothing lost, nothing resurrected
+    os.killpg(job.pid, signal.SIGINT)
+    reader = drain(job, lines3)
+    assert job.wait(timeout=60) == 0, "".join(lines3[-60:])
+    reader.join(timeout=10)
+    assert "4 already copied by an earlier run" in "".join(lines3), "a new snapshot after kill -9"
 
     # Secrets reach neither the checkpoint (offsets, commits, metadata) nor the output.
     checkpoint_files = [p for p in (tmp_path / "checkpoint").rglob("*") if p.is_file()]
     assert any(p.parent.name == "offsets" for p in checkpoint_files)
     for path in checkpoint_files:
         assert TEST_SECRET_KEY not in path.read_text(errors="replace"), path
-    assert TEST_SECRET_KEY not in "".join(lines + lines2)
+    assert TEST_SECRET_KEY not in "".join(lines + lines2 + lines3)
 
 
 def test_skip_initial_snapshot_replicates_changes_only(dynamodb, endpoint_url, table_name, tmp_path):
