@@ -201,6 +201,9 @@ class DynamoSource(_Endpointed):
     consistent_read: bool = False
     # Expired items (TTL in the past, not yet deleted by DynamoDB) are skipped unless true.
     copy_expired_items: bool = False
+    # With target.streamChanges: may the migrator enable a stream on a table that has none?
+    # false for teams whose tables are changed only through infrastructure code.
+    enable_stream: bool = True
 
 
 class DynamoTarget(_Endpointed):
@@ -210,8 +213,10 @@ class DynamoTarget(_Endpointed):
     billing_mode: Literal["PROVISIONED", "PAY_PER_REQUEST"] | None = None
     stream_changes: bool | dict[str, Any] = False
     skip_initial_snapshot_transfer: bool = False
-    # Replication: leave out deletions made by DynamoDB's Time to Live process.
+    # Replication: leave out deletions made by DynamoDB's Time to Live process, and a global
+    # table's writes replicated from other regions (each region's migrator applies its own).
     skip_ttl_deletions: bool = False
+    skip_replicated_writes: bool = False
     max_items_per_batch: int | None = Field(default=None, ge=1)
 
     @property
@@ -254,6 +259,12 @@ class MigratorConfig(_Model):
     skip_segments: list[Annotated[int, Field(ge=0)]] = Field(default_factory=list)
     validation: Validation | None = None
     checkpoint_location: str | None = None
+    # Replication: names the checkpoint (./checkpoints/<appName>); two migrators reading one
+    # source need two names. Defaults to migrator_<source table>.
+    app_name: str | None = Field(default=None, min_length=3, max_length=255, pattern=r"^[a-zA-Z0-9_.\-]+$")
+    # Replication: what to do when the checkpoint cannot be honoured (changes lost to the
+    # stream's 24 h retention): stop and explain, or copy the table again and go on.
+    invalid_checkpoint_behavior: Literal["error", "restart"] = "error"
     # Replication: Prometheus endpoint on the driver, and the lag below which it reports ready.
     metrics_port: int | None = Field(default=None, ge=1, le=65535)
     ready_lag: float = Field(default=2.0, gt=0)

@@ -43,6 +43,11 @@ def _rebuild(cls, message, state):
     return error
 
 
+def rebuild_error(cls: type, message: str) -> "MigratorError":
+    """An error of class `cls` with exactly `message`: for errors that crossed a process as text."""
+    return _rebuild(cls, message, {})
+
+
 class ConfigError(MigratorError):
     """A configuration key is missing, unknown or out of range."""
 
@@ -108,6 +113,17 @@ class SourceError(MigratorError):
     exit_code = 2
 
 
+class StreamNotEnabled(SourceError):
+    def __init__(self, table: str):
+        self.table = table
+        super().__init__(
+            f"source table {table!r} has no stream and source.enableStream is false: enable one "
+            "yourself (NEW_AND_OLD_IMAGES avoids a read per change: aws dynamodb update-table "
+            f"--table-name {table} --stream-specification StreamEnabled=true,StreamViewType=NEW_AND_OLD_IMAGES), "
+            "or set source.enableStream: true to let the migrator enable it"
+        )
+
+
 class SourceTableNotFound(SourceError):
     def __init__(self, table: str, endpoint: str):
         self.table = table
@@ -169,6 +185,8 @@ class CheckpointError(MigratorError):
         self.location = location
         where = f"checkpoint {location}: " if location else "checkpoint: "
         super().__init__(
-            f"{where}{reason}; stopped rather than skip changes: delete the checkpoint directory "
-            "and the savepoint, so the next run starts over with a new snapshot"
+            f"{where}{reason}; stopped rather than skip changes. Two ways out: set "
+            "invalidCheckpointBehavior: restart (the checkpoint is dropped, the table copied again "
+            "and replication goes on from there), or delete the checkpoint directory and the "
+            "savepoint yourself and run again"
         )

@@ -35,6 +35,16 @@ class ReplicationMetrics:
         self.lag_ms = Gauge("migrator_lag_ms", "Now minus the newest applied change's creation time", registry=self.registry)
         self.shards_active = Gauge("migrator_shards_active", "Shards that delivered records in the last batch", registry=self.registry)
         self.ready = Gauge("migrator_ready", "1 once lag is below readyLag", registry=self.registry)
+        self.iterator_age_ms = Gauge(
+            "migrator_iterator_age_ms",
+            "Now minus the newest record read from the shard furthest behind (as AWS's IteratorAgeMilliseconds)",
+            registry=self.registry,
+        )
+        self.reinitializations = Counter(
+            "migrator_reinitializations",
+            "Checkpoints dropped and the table copied again (invalidCheckpointBehavior: restart)",
+            registry=self.registry,
+        )
         self._ready_lag = ready_lag_seconds
         self._is_ready = False
         self._alert_level = 0
@@ -42,9 +52,14 @@ class ReplicationMetrics:
             start_http_server(port, registry=self.registry)
             log.info("Prometheus metrics on port %d", port)
 
-    def observe(self, *, records: int, puts: int, deletes: int, retries: int, shards: int, lag_seconds: float | None) -> None:
+    def observe(
+        self, *, records: int, puts: int, deletes: int, retries: int, shards: int, lag_seconds: float | None,
+        iterator_age_seconds: float | None = None,
+    ) -> None:  # fmt: skip
         """Count one applied batch and update the gauges and alerts."""
         self.batches.inc()
+        if iterator_age_seconds is not None:
+            self.iterator_age_ms.set(iterator_age_seconds * 1000)
         self.records.inc(records)
         self.applied.labels("put").inc(puts)
         self.applied.labels("delete").inc(deletes)
@@ -63,6 +78,7 @@ class ReplicationMetrics:
     def caught_up(self) -> None:
         """Nothing new in any shard: Spark runs no batch then, so the lag is set to zero here."""
         self.lag_ms.set(0)
+        self.iterator_age_ms.set(0)
         self._alert_level = 0
         if not self._is_ready:
             log.info("ready: caught up with the stream")

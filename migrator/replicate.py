@@ -32,7 +32,8 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from migrator import aws
 from migrator.config import LoadedConfig, load_config
 from migrator.connection import ClientSpec
-from migrator.errors import CheckpointError, MigratorError
+from migrator.checkpoint import Checkpoint
+from migrator.errors import CheckpointError, MigratorError, rebuild_error
 from migrator.items import from_dynamodb_json, rename_attributes, to_dynamodb_json
 from migrator.metrics import ReplicationMetrics
 from migrator.ratelimit import CapacityLimiter
@@ -48,7 +49,8 @@ log = logging.getLogger(__name__)
 SOURCE_NAME = "dynamodb_changes"
 ROW_SCHEMA = (
     "key STRING, operation STRING, keys STRING, image STRING, shard_id STRING, "
-    "sequence_number STRING, depth INT, created_at DOUBLE, ttl_delete BOOLEAN, needs_lookup BOOLEAN"
+    "sequence_number STRING, depth INT, created_at DOUBLE, ttl_delete BOOLEAN, needs_lookup BOOLEAN, "
+    "replicated BOOLEAN"
 )
 RECORDS_PER_SHARD_PER_BATCH = 1000
 TRIGGER_INTERVAL = "1 second"
@@ -169,7 +171,7 @@ class ChangesReader(DataSourceStreamReader):
             ).records  # fmt: skip
         for record in records:
             change = from_dynamodb_stream_record(
-                record, planned.key_names, planned.shard_id, planned.depth, planned.view_type
+                record, planned.key_names, planned.shard_id, planned.depth, planned.view_type, planned.source.region
             )
             yield _to_row(change)
 
@@ -182,7 +184,7 @@ def _to_row(change: ChangeRecord) -> tuple:
     return (
         key_repr(change.key), change.operation, json.dumps(to_dynamodb_json(change.keys)), image,
         change.shard_id, change.sequence_number, change.order[0], change.created_at,
-        change.user_identity_is_ttl, change.needs_lookup,
+        change.user_identity_is_ttl, change.needs_lookup, change.replicated,
     )  # fmt: skip
 
 
@@ -193,7 +195,7 @@ def _from_row(row: Any) -> ChangeRecord:
         key=row["key"], keys=keys, operation=row["operation"], new_image=image,
         shard_id=row["shard_id"], sequence_number=row["sequence_number"], created_at=row["created_at"],
         order=(row["depth"], int(row["sequence_number"])),
-        user_identity_is_ttl=row["ttl_delete"], needs_lookup=row["needs_lookup"],
+        user_identity_is_ttl=row["ttl_delete"], needs_lookup=row["needs_lookup"], replicated=row["replicated"],
     )  # fmt: skip
 
 
@@ -212,6 +214,7 @@ class ApplyTask:
     batch_size: int
     target_reports_capacity: bool
     skip_ttl_deletions: bool = False
+    skip_replicated_writes: bool = False
 
 
 @dataclass(frozen=True)
@@ -223,6 +226,7 @@ class ApplyOutcome:
     shards: frozenset[str] = frozenset()
     newest_created_at: float = 0.0
     error: MigratorError | None = None
+    newest_by_shard: tuple[tuple[str, float], ...] = ()  # for the iterator age
 
 
 def apply_partition(task: ApplyTask, rows: Iterator[Any]) -> Iterator[ApplyOutcome]:
@@ -231,7 +235,8 @@ def apply_partition(task: ApplyTask, rows: Iterator[Any]) -> Iterator[ApplyOutco
     counters = WriteCounters()
     try:
         # Filter before collapsing: a dropped TTL deletion must not hide the put before it.
-        puts, deletes = _apply(task, collapse(drop_filtered(changes, task.skip_ttl_deletions)), counters)
+        wanted = drop_filtered(changes, task.skip_ttl_deletions, task.skip_replicated_writes)
+        puts, deletes = _apply(task, collapse(wanted), counters)
         error = None
     except MigratorError as exc:
         puts = deletes = 0
@@ -240,8 +245,13 @@ def apply_partition(task: ApplyTask, rows: Iterator[Any]) -> Iterator[ApplyOutco
         puts = deletes = 0
         error = MigratorError(f"applying changes to target table {task.target_table!r} failed: {type(exc).__name__}: {str(exc)[:300]}")
     newest = max((c.created_at for c in changes), default=0.0)
-    shards = frozenset(c.shard_id for c in changes)
-    yield ApplyOutcome(len(changes), puts, deletes, counters.retries, shards, newest, error)
+    newest_by_shard: dict[str, float] = {}
+    for change in changes:
+        newest_by_shard[change.shard_id] = max(change.created_at, newest_by_shard.get(change.shard_id, 0.0))
+    yield ApplyOutcome(
+        len(changes), puts, deletes, counters.retries, frozenset(newest_by_shard), newest, error,
+        tuple(newest_by_shard.items()),
+    )  # fmt: skip
 
 
 def _apply(task: ApplyTask, changes: list[ChangeRecord], counters: WriteCounters) -> tuple[int, int]:
@@ -280,6 +290,7 @@ class ReplicationSummary:
     puts: int = 0
     deletes: int = 0
     lag_seconds: float | None = None
+    reinitializations: int = 0
     started: float = field(default_factory=time.monotonic)
 
     def render(self) -> str:
@@ -292,6 +303,7 @@ class ReplicationSummary:
                 f"  items put:       {self.puts:,}",
                 f"  items deleted:   {self.deletes:,}",
                 f"  last lag:        {lag}",
+                f"  re-initialized:  {self.reinitializations} times (invalidCheckpointBehavior: restart)",
                 f"  seconds:         {time.monotonic() - self.started:,.1f}",
                 "  the source's stream was left enabled: disable it yourself when done",
             ]
@@ -304,8 +316,12 @@ def replicate(
     stream: StreamInfo,
     checkpoint: str,
     should_stop: Callable[[ReplicationSummary], bool] | None = None,
+    metrics: ReplicationMetrics | None = None,
 ) -> ReplicationSummary:
-    """Replay the stream into the target until Ctrl+C (or `should_stop`, for notebooks and tests)."""
+    """Replay the stream into the target until Ctrl+C (or `should_stop`, for notebooks and tests).
+
+    A checkpoint that cannot be honoured raises CheckpointError (see migrator.checkpoint).
+    """
     config = loaded.config
     spark.dataSource.register(ChangesDataSource)
     task = ApplyTask(
@@ -317,9 +333,11 @@ def replicate(
         batch_size=config.target.batch_size,
         target_reports_capacity=not config.target.strips_consumed_capacity,
         skip_ttl_deletions=config.target.skip_ttl_deletions,
+        skip_replicated_writes=config.target.skip_replicated_writes,
     )
     summary = ReplicationSummary()
-    metrics = ReplicationMetrics(config.ready_lag, config.metrics_port)
+    metrics = metrics or ReplicationMetrics(config.ready_lag, config.metrics_port)
+    alive = Checkpoint(spark, checkpoint)
     changes = (
         spark.readStream.format(SOURCE_NAME)
         .option("config", loaded.path)
@@ -365,6 +383,8 @@ def replicate(
                 query.awaitTermination(1)
             except StreamingQueryException:  # the query failed: reported below as our error
                 break
+            if query.lastProgress is not None:  # running and reading: the checkpoint is fresh
+                alive.beat()
             # Caught up: a trigger has run and the reader found nothing new since.
             if query.lastProgress is not None and not query.status["isDataAvailable"]:
                 metrics.caught_up()
@@ -438,17 +458,36 @@ def _record(summary: ReplicationSummary, metrics: ReplicationMetrics, batch_id: 
     metrics.observe(
         records=records, puts=puts, deletes=deletes, retries=sum(o.retries for o in outcomes),
         shards=len(frozenset().union(*(o.shards for o in outcomes))), lag_seconds=lag,
+        iterator_age_seconds=_iterator_age(outcomes),
     )  # fmt: skip
     if records:
         log.info("replicate: batch %d: %d records, %d puts, %d deletes, lag %.1fs", batch_id, records, puts, deletes, lag or 0)
 
 
+def _iterator_age(outcomes: list[ApplyOutcome]) -> float | None:
+    """How far behind the stream's head reading is: now minus the newest record read, in the
+    shard furthest behind (AWS's IteratorAgeMilliseconds, over the shards of this batch)."""
+    newest: dict[str, float] = {}
+    for outcome in outcomes:
+        for shard, created_at in outcome.newest_by_shard:
+            newest[shard] = max(created_at, newest.get(shard, 0.0))
+    if not newest:
+        return None
+    return max(0.0, time.time() - min(newest.values()))
+
+
 def _query_error(exc: Any) -> MigratorError:
-    """One line from a failed query or Spark job: the migrator's own error when a Python traceback holds one."""
+    """One line from a failed query or Spark job: the migrator's own error when a Python traceback holds one.
+
+    A CheckpointError raised by the reader comes back as its class, for invalidCheckpointBehavior.
+    """
     text = str(exc.desc if hasattr(exc, "desc") else exc)
     ours = _OUR_ERROR_LINE.findall(text)
     if ours:
-        return MigratorError(f"replicating changes failed: {ours[-1].strip()[:500]}")
+        name, message = ours[-1]
+        if name == CheckpointError.__name__:
+            return rebuild_error(CheckpointError, message.strip())
+        return MigratorError(f"replicating changes failed: {message.strip()[:500]}")
     for line in text.splitlines():
         if "Error:" in line or "error:" in line:
             return MigratorError(f"replicating changes failed: {line.strip()[:500]}")
@@ -457,4 +496,4 @@ def _query_error(exc: Any) -> MigratorError:
 
 # The last line of a Python traceback that ended in one of our errors, e.g.
 # "migrator.errors.AwsRequestFailed: reading stream shard ...": the message after the class.
-_OUR_ERROR_LINE = re.compile(r"^migrator\.errors\.\w+: (.+)$", re.MULTILINE)
+_OUR_ERROR_LINE = re.compile(r"^migrator\.errors\.(\w+): (.+)$", re.MULTILINE)

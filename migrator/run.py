@@ -14,16 +14,18 @@ from typing import Callable
 
 from pyspark.sql import SparkSession
 
-from migrator import aws
+from migrator import aws, checkpoint
+from migrator.checkpoint import Checkpoint
 from migrator.config import LoadedConfig, MigratorConfig
-from migrator.errors import SavepointError, SourceTableNotFound, UnsupportedFeature
+from migrator.errors import CheckpointError, SavepointError, SourceTableNotFound, UnsupportedFeature
+from migrator.metrics import ReplicationMetrics
 from migrator.plan import SnapshotPlan, plan_snapshot, planned_units
 from migrator.progress import ProgressReporter, SnapshotSummary
 from migrator.replicate import ReplicationSummary, replicate
 from migrator.savepoints import SavepointStore, SegmentLedger, SnapshotProgress, resume_point
 from migrator.segment_copy import SegmentOutcome, SegmentTask
 from migrator.snapshot import copy_segments
-from migrator.stream.dynamodb_streams import ensure_stream
+from migrator.stream.dynamodb_streams import StreamInfo, ensure_stream
 from migrator.target import tables
 from migrator.target.tables import TableInfo
 
@@ -53,8 +55,15 @@ class MigrationResult:
         return "\n".join(part.render() for part in (self.snapshot, self.replication) if part is not None)
 
 
-def migrate(loaded: LoadedConfig, spark_factory: SparkFactory) -> MigrationResult:
-    """Check everything, then copy the snapshot and, when asked, replicate changes until Ctrl+C."""
+def migrate(
+    loaded: LoadedConfig,
+    spark_factory: SparkFactory,
+    should_stop: Callable[[ReplicationSummary], bool] | None = None,
+) -> MigrationResult:
+    """Check everything, then copy the snapshot and, when asked, replicate changes until Ctrl+C.
+
+    `should_stop` ends replication without Ctrl+C (notebooks and tests).
+    """
     config = loaded.config
     _refuse_unsupported(config)
     checks = preflight(config)
@@ -68,31 +77,69 @@ def migrate(loaded: LoadedConfig, spark_factory: SparkFactory) -> MigrationResul
             "incomplete; delete the savepoint (and skipSegments) to copy everything again"
         )
     streaming = config.target.stream_changes is True
+    if streaming:
+        checkpoint.check_writable(checkpoint.location(config))
     # The stream is opened before the snapshot starts, so no write made during it is missed.
-    stream = ensure_stream(_control_client(config, "source"), config.source.table) if streaming else None
+    stream = _stream(config) if streaming else None
     spark = spark_factory()
+    saved = Checkpoint(spark, checkpoint.location(config)) if streaming else None
+    metrics = ReplicationMetrics(config.ready_lag, config.metrics_port) if streaming else None
+    reinitializations = 0
+    if saved is not None:
+        try:
+            saved.check_age()
+        except CheckpointError as exc:  # before the target is created: an error leaves nothing written
+            stream, total_segments, done = _reinitialize(config, exc, saved, store)
+            reinitializations += 1
+            metrics.reinitializations.inc()
     target = checks.target or tables.create_table(
         _control_client(config, "target"), checks.create_request, checks.ttl_attribute
     )
     result = MigrationResult()
-    if not (streaming and config.target.skip_initial_snapshot_transfer):
-        plan = _plan(config, checks.source, target, total_segments, spark.sparkContext.defaultParallelism)
-        result.snapshot = _copy(spark, config, plan, checks, store, done)
-        if streaming:  # the run goes on: show the snapshot's summary now
-            log.info("\n%s", result.snapshot.render())
-    if stream is not None:
-        result.replication = replicate(spark, loaded, stream, _checkpoint_location(config))
-    return result
+    while True:
+        if not (streaming and config.target.skip_initial_snapshot_transfer):
+            plan = _plan(config, checks.source, target, total_segments, spark.sparkContext.defaultParallelism)
+            result.snapshot = _copy(spark, config, plan, checks, store, done)
+            if streaming:  # the run goes on: show the snapshot's summary now
+                log.info("\n%s", result.snapshot.render())
+        if stream is None:
+            return result
+        try:
+            result.replication = replicate(spark, loaded, stream, saved.where, should_stop, metrics)
+            result.replication.reinitializations = reinitializations
+            return result
+        except CheckpointError as exc:
+            stream, total_segments, done = _reinitialize(config, exc, saved, store)
+            reinitializations += 1
+            metrics.reinitializations.inc()
+
+
+def _stream(config: MigratorConfig) -> StreamInfo:
+    return ensure_stream(_control_client(config, "source"), config.source.table, config.source.enable_stream)
+
+
+def _reinitialize(
+    config: MigratorConfig, error: CheckpointError, saved: Checkpoint, store: SavepointStore
+) -> tuple[StreamInfo, int | None, frozenset[int]]:
+    """invalidCheckpointBehavior: `error` re-raises; `restart` drops the checkpoint and the
+    savepoint and returns where to start over: the stream (fixed before the new snapshot)
+    and a snapshot with no segment done."""
+    if config.invalid_checkpoint_behavior != "restart":
+        raise error
+    log.warning("%s", error)
+    log.warning(
+        "invalidCheckpointBehavior is restart: dropping the checkpoint and the savepoint, copying "
+        "the table again, then replicating from the stream's current records"
+    )
+    saved.drop()
+    store.discard()
+    stream = _stream(config)
+    return stream, config.source.scan_segments, frozenset()
 
 
 def _control_client(config: MigratorConfig, side: str):
     block = config.source if side == "source" else config.target
     return aws.client(block.client_spec(side).for_control_plane())
-
-
-def _checkpoint_location(config: MigratorConfig) -> str:
-    """`checkpointLocation`, else ./checkpoints/migrator_<source-table>: deterministic, so a rerun resumes."""
-    return config.checkpoint_location or f"./checkpoints/migrator_{config.source.table}"
 
 
 def _refuse_unsupported(config: MigratorConfig) -> None:

@@ -101,6 +101,10 @@ class SavepointStore:
             )
         return SnapshotProgress(self._source_table, self._target_table, total, done)
 
+    def discard(self) -> None:
+        """Forget the progress: the next snapshot copies every segment."""
+        self.path.unlink(missing_ok=True)
+
     def save(self, progress: SnapshotProgress) -> None:
         """Write the progress atomically: a reader sees the old file or the new one, whole."""
         document = redact_config(self._raw_config)

@@ -98,6 +98,7 @@ FAULTS = (*ERRORS, "drop")
 EVENT_NAMES = ("INSERT", "MODIFY", "REMOVE")
 VIEW_TYPES = ("KEYS_ONLY", "NEW_IMAGE", "OLD_IMAGE", "NEW_AND_OLD_IMAGES")
 TTL_IDENTITY = {"PrincipalId": "dynamodb.amazonaws.com", "Type": "Service"}
+REPLICATION_IDENTITY = {"PrincipalId": "replication.dynamodb.amazonaws.com", "Type": "Service"}
 
 _SEQ_DEPTH = 10**20  # (depth + 1) * _SEQ_DEPTH + counter * _SEQ_STEP: 21 digits at depth 0..8
 _SEQ_STEP = 10  # gaps between consecutive numbers
@@ -270,13 +271,15 @@ class ScriptedStreamServer(LoopbackService):
         ttl_delete: bool = False,
         created: float | None = None,
         region: str | None = None,
+        replicated: bool = False,
     ) -> str:
         """Append a record to an open shard; returns its sequence number.
 
         Values are wire form ({"S": ...}, {"B": bytes}, ...). ``created`` is the epoch of
         ApproximateCreationDateTime (default: now, rounded down to the second); ``region``
         overrides the record's awsRegion; ``ttl_delete`` marks a REMOVE as done by TTL
-        (userIdentity = the DynamoDB service).
+        (userIdentity = the DynamoDB service); ``replicated`` marks a global table's write
+        replicated from another region (userIdentity = the replication service).
         """
         if event_name not in EVENT_NAMES:
             raise ValueError(f"event_name must be one of {EVENT_NAMES}, got {event_name!r}")
@@ -302,6 +305,8 @@ class ScriptedStreamServer(LoopbackService):
         }
         if ttl_delete:
             record["userIdentity"] = dict(TTL_IDENTITY)
+        if replicated:
+            record["userIdentity"] = dict(REPLICATION_IDENTITY)
         with self._lock:
             shard = self._live_shard(shard_id)
             if shard.closed:

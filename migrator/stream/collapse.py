@@ -30,14 +30,18 @@ def collapse(changes: Iterable[ChangeRecord]) -> list[ChangeRecord]:
     return sorted(last.values(), key=lambda change: key_repr(change.key))
 
 
-def drop_filtered(changes: Iterable[ChangeRecord], skip_ttl_deletes: bool) -> list[ChangeRecord]:
-    """The changes the user wants applied: without deletions by Time to Live when asked.
+def drop_filtered(
+    changes: Iterable[ChangeRecord], skip_ttl_deletes: bool, skip_replicated: bool = False
+) -> list[ChangeRecord]:
+    """The changes the user wants applied: without deletions by Time to Live, and without a
+    global table's writes replicated from other regions, when asked.
 
-    Filter before `collapse`: a dropped TTL deletion must not hide the put before it.
+    Filter before `collapse`: a dropped change must not hide the one before it.
     """
     return [
         change for change in changes
         if not (skip_ttl_deletes and change.user_identity_is_ttl and change.operation == DELETE)
+        and not (skip_replicated and change.replicated)
     ]
 
 

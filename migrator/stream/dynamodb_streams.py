@@ -19,6 +19,7 @@ import botocore.exceptions as bx
 from migrator import errors
 from migrator.aws import translated
 from migrator.stream.shards import Shard
+from migrator.stream.records import VIEW_TYPES_WITH_NEW_IMAGE
 
 log = logging.getLogger(__name__)
 
@@ -35,15 +36,25 @@ class StreamInfo:
     key_names: tuple[str, ...]
 
 
-def ensure_stream(client: Any, table: str) -> StreamInfo:
-    """The table's stream; one with NEW_AND_OLD_IMAGES is enabled when it has none."""
+def ensure_stream(client: Any, table: str, may_enable: bool = True) -> StreamInfo:
+    """The table's stream; one with NEW_AND_OLD_IMAGES is enabled when it has none (if allowed)."""
     with translated("describing", f"source table {table!r}"):
         description = client.describe_table(TableName=table)["Table"]
     key_names = tuple(k["AttributeName"] for k in description["KeySchema"])
     spec = description.get("StreamSpecification") or {}
     if spec.get("StreamEnabled") and description.get("LatestStreamArn"):
-        log.info("source %r has a stream (%s): using it", table, spec.get("StreamViewType"))
-        return StreamInfo(description["LatestStreamArn"], spec.get("StreamViewType", "NEW_AND_OLD_IMAGES"), key_names)
+        view_type = spec.get("StreamViewType", "NEW_AND_OLD_IMAGES")
+        log.info("source %r has a stream (%s): using it", table, view_type)
+        if view_type not in VIEW_TYPES_WITH_NEW_IMAGE:
+            log.warning(
+                "the stream of %r is %s: its records do not carry the item after the change, so every "
+                "insert and update costs a strongly consistent GetItem on the source (a read unit per 4 KB "
+                "of item, and a round trip); a NEW_AND_OLD_IMAGES stream avoids that (changing the view "
+                "type means disabling and enabling the stream)", table, view_type,
+            )  # fmt: skip
+        return StreamInfo(description["LatestStreamArn"], view_type, key_names)
+    if not may_enable:
+        raise errors.StreamNotEnabled(table)
     with translated("enabling a stream on", f"source table {table!r}"):
         client.update_table(
             TableName=table, StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}

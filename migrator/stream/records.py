@@ -32,6 +32,14 @@ _OPERATION_OF_EVENT = {"INSERT": PUT, "MODIFY": PUT, "REMOVE": DELETE}
 # fields `type` and `principalId`). Deletions by users carry no userIdentity.
 TTL_IDENTITY = ("service", "dynamodb.amazonaws.com")
 
+# Global tables: a write replicated from another region's replica shows in this region's
+# stream as if it were made here. Its record carries the replication service as
+# userIdentity (principal "replication.dynamodb.amazonaws.com", the service principal global
+# tables replicate with); replicas of the legacy version 2017.11.29 instead stamp every item
+# with `aws:rep:updateregion`, the region the write was made in.
+REPLICATION_PRINCIPAL = "replication.dynamodb.amazonaws.com"
+LEGACY_REGION_ATTRIBUTE = "aws:rep:updateregion"
+
 
 @dataclass(frozen=True)
 class ChangeRecord:
@@ -54,6 +62,7 @@ class ChangeRecord:
     order: tuple
     user_identity_is_ttl: bool = False
     needs_lookup: bool = False
+    replicated: bool = False  # a global table's write made in another region
 
     def __post_init__(self) -> None:
         if self.operation not in OPERATIONS:
@@ -70,11 +79,13 @@ def from_dynamodb_stream_record(
     shard_id: str,
     depth: int,
     view_type: str,
+    region: str | None = None,
 ) -> ChangeRecord:
     """Normalize one record of GetRecords' `Records`, as boto3 returns it (binary as bytes).
 
     `depth` is the shard's lineage depth (`migrator.stream.shards.depth`) and `view_type` the
-    stream's StreamViewType. An INSERT or MODIFY without a new image (KEYS_ONLY, OLD_IMAGE,
+    stream's StreamViewType; `region` is the source table's, to tell a legacy global table's
+    writes replicated from elsewhere. An INSERT or MODIFY without a new image (KEYS_ONLY, OLD_IMAGE,
     or an image missing from the record) becomes a PUT that needs a lookup, never a guess.
     """
     if view_type not in VIEW_TYPES:
@@ -104,6 +115,7 @@ def from_dynamodb_stream_record(
         order=(depth, int(sequence_number)),
         user_identity_is_ttl=_is_ttl_identity(record.get("userIdentity")),
         needs_lookup=operation == PUT and new_image is None,
+        replicated=_is_replicated(record.get("userIdentity"), change, region),
     )
 
 
@@ -123,11 +135,22 @@ def stream_record_from_json(document: Mapping[str, Any]) -> dict[str, Any]:
     return record
 
 
+def _identity(identity: Mapping[str, Any] | None) -> tuple[str, Any]:
+    """(type in lower case, principal) of a userIdentity, spelled either way."""
+    fields = {name.lower(): value for name, value in (identity or {}).items()}
+    return str(fields.get("type", "")).lower(), fields.get("principalid")
+
+
 def _is_ttl_identity(identity: Mapping[str, Any] | None) -> bool:
-    if not identity:
-        return False
-    fields = {name.lower(): value for name, value in identity.items()}
-    return (str(fields.get("type", "")).lower(), fields.get("principalid")) == TTL_IDENTITY
+    return bool(identity) and _identity(identity) == TTL_IDENTITY
+
+
+def _is_replicated(identity: Mapping[str, Any] | None, change: Mapping[str, Any], region: str | None) -> bool:
+    if _identity(identity)[1] == REPLICATION_PRINCIPAL:
+        return True
+    image = change.get("NewImage") or change.get("OldImage") or {}
+    origin = image.get(LEGACY_REGION_ATTRIBUTE, {}).get("S")
+    return bool(region and origin and origin != region)
 
 
 def _epoch_seconds(value: Any, where: str) -> float:

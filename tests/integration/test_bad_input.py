@@ -75,6 +75,8 @@ def test_bad_config_is_refused_before_anything_is_written(name, dynamodb, endpoi
     assert_one_clear_line(result, texts)
     assert target not in list_tables(dynamodb)
     assert [p.name for p in (tmp_path / "savepoints").iterdir()] == ["a-file"]
+    stream = dynamodb.describe_table(TableName=source)["Table"].get("StreamSpecification") or {}
+    assert not stream.get("StreamEnabled"), "a stream was enabled on the source"
 
 
 def test_exit_code_survives_spark_submit(dynamodb, endpoint_url, table_name, tmp_path):

@@ -20,7 +20,7 @@ import pytest
 
 from conftest import scan_all, side, write_config
 from migrator.config import load_config
-from migrator.errors import MigratorError
+from migrator.errors import CheckpointError, MigratorError
 from migrator.replicate import replicate
 from migrator.stream.dynamodb_streams import StreamInfo
 from streamserver import ScriptedStreamServer, make_shard_id
@@ -462,7 +462,8 @@ def test_checkpoint_behind_the_trim_point_fails_and_applies_nothing_newer(make_s
     assert error is not None, f"the run over a trimmed checkpoint did not fail; target: {_show(run.state())}"
     assert run.state() == applied, f"applied records past the trimmed ones: {_show(run.state())}"
     assert "trimmed" in str(error) and A in str(error), str(error)
-    assert isinstance(error, MigratorError), f"replicate raised {type(error).__name__}, not a MigratorError: {error}"
+    assert isinstance(error, CheckpointError), f"replicate raised {type(error).__name__}, not a CheckpointError: {error}"
+    assert "invalidCheckpointBehavior: restart" in str(error)
 
 
 def test_closed_shard_trimmed_to_its_end_past_the_checkpoint_is_not_skipped(make_server, replication):
@@ -488,7 +489,8 @@ def test_closed_shard_trimmed_to_its_end_past_the_checkpoint_is_not_skipped(make
     )
     assert run.state() == applied, f"applied the child past the lost records: {_show(run.state())}"
     assert "trimmed" in str(error) and A in str(error), str(error)
-    assert isinstance(error, MigratorError), f"replicate raised {type(error).__name__}, not a MigratorError: {error}"
+    assert isinstance(error, CheckpointError), f"replicate raised {type(error).__name__}, not a CheckpointError: {error}"
+    assert "invalidCheckpointBehavior: restart" in str(error)
 
 
 # ---- 6. a checkpointed shard that is gone ----
@@ -517,7 +519,8 @@ def test_checkpointed_shard_gone_from_the_stream_fails_naming_it(make_server, re
     )
     assert run.state() == applied, f"applied changes past the lost shard: {_show(run.state())}"
     assert A in str(error), str(error)
-    assert isinstance(error, MigratorError), f"replicate raised {type(error).__name__}, not a MigratorError: {error}"
+    assert isinstance(error, CheckpointError), f"replicate raised {type(error).__name__}, not a CheckpointError: {error}"
+    assert "invalidCheckpointBehavior: restart" in str(error)
 
 
 # ---- 7. restarts ----
@@ -671,6 +674,31 @@ def test_ttl_deletions_are_applied_unless_skipped(make_server, replication, skip
     expected = script.expected()
 
     run = replication(server, skipTtlDeletions=skip)
+    run.run_until(lambda: expected)
+
+    assert run.state() == expected, _show(run.state())
+
+
+@pytest.mark.parametrize("skip", [False, True], ids=["applied", "skipped"])
+def test_writes_replicated_from_another_region_are_applied_unless_skipped(make_server, replication, skip):
+    server = make_server()
+    script = Script(server)
+    server.add_shard(A)
+    script.put(A, "local")
+    local_state = dict(script.state)
+    # Another region's writes, replicated into this table: an insert and an update of a local key.
+    for key in (("remote", 0), ("local", 0)):
+        script.version += 1
+        image = {**_keys(key), "v": {"N": str(script.version)}, "from": {"S": "eu-west-1"}}
+        event = "MODIFY" if key in script.state else "INSERT"
+        server.put(A, event, _keys(key), new_image=image, old_image=script.state.get(key), replicated=True)
+        script.state[key] = image
+    script.put(A, "after")  # a local write after them is applied either way
+    expected = script.expected()
+    if skip:
+        expected = {**local_state, ("after", 0): expected[("after", 0)]}
+
+    run = replication(server, skipReplicatedWrites=skip)
     run.run_until(lambda: expected)
 
     assert run.state() == expected, _show(run.state())

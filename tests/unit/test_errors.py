@@ -22,6 +22,7 @@ from migrator.errors import (
     SegmentFailed,
     SourceError,
     SourceTableNotFound,
+    StreamNotEnabled,
     TargetError,
     TargetSchemaMismatch,
     TransientAwsError,
@@ -50,6 +51,7 @@ EXAMPLES: list[tuple[MigratorError, dict[str, object]]] = [
     (AwsRequestFailed("CreateTable", "table tgt", "invalid", "ValidationException"), {"code": "ValidationException"}),
     (SourceError("source went away"), {}),
     (SourceTableNotFound("src", "http://localhost:8000"), {"table": "src"}),
+    (StreamNotEnabled("src"), {"table": "src"}),
     (TargetError("target went away"), {}),
     (TargetSchemaMismatch("tgt", "pk HASH", "id HASH"), {"table": "tgt"}),
     (WriteFailed("tgt", 7, 10), {"table": "tgt", "unwritten": 7}),
@@ -144,7 +146,8 @@ def test_messages_are_built_from_facts():
     assert "7 items" in failed and "10 attempts" in failed and "throughputWritePercent" in failed
     checkpoint = str(CheckpointError("shard shardId-1 is gone", "./checkpoints/app"))
     assert checkpoint.startswith("checkpoint ./checkpoints/app: shard shardId-1 is gone; ")
-    assert "delete the checkpoint directory" in checkpoint and "new snapshot" in checkpoint
+    assert "invalidCheckpointBehavior: restart" in checkpoint and "copied again" in checkpoint
+    assert "delete the checkpoint directory and the savepoint" in checkpoint
     assert str(CheckpointError("x")).startswith("checkpoint: x; ")
 
 

@@ -58,3 +58,20 @@ def test_caught_up_means_zero_lag_and_ready():
     observe(metrics, 9.0)
     metrics.caught_up()
     assert sample(metrics, "migrator_lag_ms") == 0 and sample(metrics, "migrator_ready") == 1
+
+
+def test_iterator_age_follows_the_shard_furthest_behind_and_is_zero_when_caught_up():
+    metrics = ReplicationMetrics(ready_lag_seconds=2.0)
+    metrics.observe(records=1, puts=1, deletes=0, retries=0, shards=1, lag_seconds=1.0, iterator_age_seconds=42.5)
+    assert sample(metrics, "migrator_iterator_age_ms") == 42_500
+    metrics.observe(records=0, puts=0, deletes=0, retries=0, shards=0, lag_seconds=None)  # nothing read: kept
+    assert sample(metrics, "migrator_iterator_age_ms") == 42_500
+    metrics.caught_up()
+    assert sample(metrics, "migrator_iterator_age_ms") == 0
+
+
+def test_reinitializations_are_counted():
+    metrics = ReplicationMetrics(ready_lag_seconds=2.0)
+    assert sample(metrics, "migrator_reinitializations_total") == 0
+    metrics.reinitializations.inc()
+    assert sample(metrics, "migrator_reinitializations_total") == 1

@@ -13,7 +13,8 @@ KEY_NAMES = ("pk",)
 
 
 def change(pk: str, sequence: int, operation: str = PUT, depth: int = 0, shard: str = "shard-a",
-           value: str | None = None, ttl: bool = False, lookup: bool = False) -> ChangeRecord:
+           value: str | None = None, ttl: bool = False, lookup: bool = False,
+           replicated: bool = False) -> ChangeRecord:
     keys = {"pk": {"S": pk}}
     image = None
     if operation == PUT and not lookup:
@@ -21,7 +22,7 @@ def change(pk: str, sequence: int, operation: str = PUT, depth: int = 0, shard: 
     return ChangeRecord(
         key=key_of(keys, KEY_NAMES), keys=keys, operation=operation, new_image=image, shard_id=shard,
         sequence_number=str(sequence), created_at=1_700_000_000.0 + sequence, order=(depth, sequence),
-        user_identity_is_ttl=ttl, needs_lookup=lookup,
+        user_identity_is_ttl=ttl, needs_lookup=lookup, replicated=replicated,
     )
 
 
@@ -136,3 +137,11 @@ def test_dropping_before_collapsing_keeps_the_put_the_ttl_delete_followed():
     changes = [change("a", 1, value="kept"), change("a", 2, DELETE, ttl=True)]
     assert collapse(drop_filtered(changes, skip_ttl_deletes=True)) == [changes[0]]
     assert collapse(drop_filtered(changes, skip_ttl_deletes=False)) == [changes[1]]
+
+
+def test_replicated_writes_are_dropped_only_when_asked():
+    changes = [change("a", 1), change("a", 2, replicated=True), change("b", 3, DELETE, replicated=True)]
+    assert drop_filtered(changes, skip_ttl_deletes=False) == changes
+    assert drop_filtered(changes, skip_ttl_deletes=False, skip_replicated=True) == [changes[0]]
+    # The local write stays the key's last state: the other region's later write is its own migrator's.
+    assert collapse(drop_filtered(changes, skip_ttl_deletes=False, skip_replicated=True)) == [changes[0]]

@@ -220,3 +220,36 @@ def test_stream_record_from_json_decodes_only_attribute_maps():
     assert record["dynamodb"]["Keys"] == {"id": {"B": b"\xde\xad\xbe\xef"}}
     assert record["dynamodb"]["SequenceNumber"] == document["dynamodb"]["SequenceNumber"]
     assert document["dynamodb"]["Keys"] == {"id": {"B": "3q2+7w=="}}  # input untouched
+
+
+# ---- global tables: writes replicated from another region ----
+
+REPLICATION = {"Type": "Service", "PrincipalId": "replication.dynamodb.amazonaws.com"}
+
+
+@pytest.mark.parametrize("name", ["insert.json", "modify.json", "remove.json"])
+def test_a_write_by_the_replication_service_is_marked_replicated(name):
+    record = load(name)
+    record["userIdentity"] = REPLICATION
+    change = from_dynamodb_stream_record(record, KEY_NAMES, "s", 0, "NEW_AND_OLD_IMAGES", region="us-east-1")
+    assert change.replicated
+    assert not change.user_identity_is_ttl
+
+
+def test_the_replication_identity_spelled_as_in_lambda_events_is_marked_too():
+    record = load("modify.json")
+    record["userIdentity"] = {"type": "Service", "principalId": "replication.dynamodb.amazonaws.com"}
+    assert from_dynamodb_stream_record(record, KEY_NAMES, "s", 0, "NEW_AND_OLD_IMAGES").replicated
+
+
+@pytest.mark.parametrize(("origin", "replicated"), [("eu-west-1", True), ("us-east-1", False)])
+def test_a_legacy_global_tables_item_says_which_region_wrote_it(origin, replicated):
+    record = load("modify.json")
+    record["dynamodb"]["NewImage"]["aws:rep:updateregion"] = {"S": origin}
+    change = from_dynamodb_stream_record(record, KEY_NAMES, "s", 0, "NEW_AND_OLD_IMAGES", region="us-east-1")
+    assert change.replicated is replicated
+
+
+@pytest.mark.parametrize("name", ["insert.json", "modify.json", "remove.json", "ttl_remove.json"])
+def test_local_writes_and_ttl_deletions_are_not_replicated(name):
+    assert not normalize(name).replicated

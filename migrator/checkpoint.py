@@ -1,0 +1,149 @@
+"""The replication checkpoint: where it lives, whether it can still be honoured, and dropping it.
+
+Spark's streaming checkpoint (offsets/, commits/, metadata) holds every shard's position.
+It is only worth resuming from while the stream still holds the records after those
+positions: DynamoDB Streams keeps records 24 hours. A checkpoint whose job was last alive
+more than 18 hours ago is refused (the 6 hour margin covers the catching up still to do),
+as are the reader's own findings (trimmed records, shards gone), all as CheckpointError.
+
+"Last alive" is the newer of the last commit and a heartbeat file the running job rewrites
+every minute: an idle source makes Spark commit nothing for hours while the job still
+reads everything, and that must not make a short stop look like a long one.
+
+Paths go through Hadoop's FileSystem in the driver JVM, so S3 and HDFS locations work like
+local ones; only the writability check before Spark starts is local-path only.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
+from py4j.protocol import Py4JJavaError
+from pyspark.sql import SparkSession
+
+from migrator.config import MigratorConfig
+from migrator.errors import CheckpointError, ConfigError
+
+log = logging.getLogger(__name__)
+
+MAX_AGE_SECONDS = 18 * 3600
+HEARTBEAT_SECONDS = 60
+HEARTBEAT_FILE = "migrator-heartbeat.json"
+
+
+def app_name(config: MigratorConfig) -> str:
+    return config.app_name or f"migrator_{config.source.table}"
+
+
+def location(config: MigratorConfig) -> str:
+    """`checkpointLocation`, else ./checkpoints/<appName>: deterministic, so a rerun resumes.
+
+    A relative local path is made absolute here, against this process's working directory:
+    Spark would resolve it against the JVM's, which a notebook may have elsewhere.
+    """
+    where = config.checkpoint_location or f"./checkpoints/{app_name(config)}"
+    return os.path.abspath(where) if urlparse(where).scheme == "" else where
+
+
+def check_writable(where: str) -> None:
+    """Refuse a local checkpoint location the job could not write, before anything starts."""
+    if not _is_local(where):
+        return
+    path = Path(urlparse(where).path if where.startswith("file:") else where).absolute()
+    existing = path
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ConfigError("checkpointLocation", f"{where!r} is not a directory ({existing} is a file): choose a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(
+            "checkpointLocation",
+            f"{where!r} is not writable ({existing} does not let this user write): "
+            "fix its permissions or choose another directory",
+        )
+
+
+class Checkpoint:
+    """The checkpoint directory, seen through Hadoop's FileSystem of the running session."""
+
+    def __init__(self, spark: SparkSession, where: str):
+        self.where = where
+        jvm = spark.sparkContext._jvm
+        self._jvm = jvm
+        self._root = jvm.org.apache.hadoop.fs.Path(where)
+        self._fs = self._root.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+        self._last_beat = 0.0
+
+    def exists(self) -> bool:
+        return bool(self._fs.exists(self._child("offsets")))
+
+    def last_alive(self) -> float | None:
+        """Epoch seconds the job last provably read the stream: last commit or heartbeat."""
+        times = [t for t in (self._newest_commit(), self._heartbeat()) if t is not None]
+        return max(times) if times else None
+
+    def check_age(self, now: float | None = None) -> None:
+        """Raise CheckpointError when the stream may have dropped records the checkpoint still needs."""
+        alive = self.last_alive()
+        if alive is None:
+            return
+        age = (now if now is not None else time.time()) - alive
+        if age > MAX_AGE_SECONDS:
+            raise CheckpointError(
+                f"it was last advanced {age / 3600:.1f} h ago (the limit is {MAX_AGE_SECONDS // 3600} h): "
+                "DynamoDB Streams keep records 24 h, so changes made while the job was stopped may be gone",
+                self.where,
+            )
+
+    def beat(self, now: float | None = None) -> None:
+        """Record that the job is alive and reading; at most once a minute."""
+        now = now if now is not None else time.time()
+        if now - self._last_beat < HEARTBEAT_SECONDS:
+            return
+        self._last_beat = now
+        stream = self._fs.create(self._child(HEARTBEAT_FILE), True)
+        try:
+            stream.write(json.dumps({"aliveAt": now}).encode("utf-8"))
+        finally:
+            stream.close()
+
+    def drop(self) -> None:
+        if self._fs.exists(self._root):
+            self._fs.delete(self._root, True)
+        self._last_beat = 0.0
+        log.warning("dropped the checkpoint at %s", self.where)
+
+    def _child(self, name: str):
+        return self._jvm.org.apache.hadoop.fs.Path(self._root, name)
+
+    def _newest_commit(self) -> float | None:
+        folder = self._child("commits")
+        if not self._fs.exists(folder):
+            return None
+        times = [s.getModificationTime() / 1000 for s in self._fs.listStatus(folder) if s.getPath().getName().isdigit()]
+        return max(times) if times else None
+
+    def _heartbeat(self) -> float | None:
+        path = self._child(HEARTBEAT_FILE)
+        if not self._fs.exists(path):
+            return None
+        try:
+            stream = self._fs.open(path)
+            try:
+                text = self._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
+            finally:
+                stream.close()
+            return float(json.loads(text)["aliveAt"])
+        except (Py4JJavaError, ValueError, KeyError, TypeError):  # damaged: the commits still tell
+            log.warning("ignoring an unreadable heartbeat file in %s", self.where)
+            return None
+
+
+def _is_local(where: str) -> bool:
+    scheme = urlparse(where).scheme
+    return scheme in ("", "file") or len(scheme) == 1  # a Windows drive letter is no scheme
