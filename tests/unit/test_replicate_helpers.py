@@ -1,0 +1,64 @@
+"""The driver-side helpers of replication: errors out of Spark, and the iterator age (no Spark here)."""
+
+from __future__ import annotations
+
+import time
+
+from migrator.errors import CheckpointError, MigratorError
+from migrator.replicate import ApplyOutcome, _iterator_age, _query_error
+
+PYTHON_WORKER_FAILURE = """An exception was thrown from the Python worker:
+Traceback (most recent call last):
+  File "/work/main/migrator/replicate.py", line 165, in read
+    records = read_shard(
+  File "/work/main/migrator/stream/dynamodb_streams.py", line 154, in _get_records
+    raise _checkpoint_or_translated(exc, shard_id, None, "reading") from exc
+migrator.errors.{name}: {message}
+"""
+
+
+class _SparkError(Exception):
+    """Like PySpark's captured exceptions: the Java side's text is in `desc`."""
+
+    def __init__(self, desc: str):
+        super().__init__("wrapped")
+        self.desc = desc
+
+
+def test_our_error_in_a_python_worker_becomes_one_line():
+    text = PYTHON_WORKER_FAILURE.format(name="AwsRequestFailed", message="reading stream shard s-1: ValidationException: bad")
+    error = _query_error(_SparkError(text))
+    assert type(error) is MigratorError
+    assert str(error) == "replicating changes failed: reading stream shard s-1: ValidationException: bad"
+
+
+def test_a_checkpoint_error_keeps_its_class_and_message_for_invalid_checkpoint_behavior():
+    original = CheckpointError("records of shard s-1 were trimmed", "/cp")
+    error = _query_error(_SparkError(PYTHON_WORKER_FAILURE.format(name="CheckpointError", message=str(original))))
+    assert isinstance(error, CheckpointError)
+    assert str(error) == str(original)
+
+
+def test_the_last_of_our_errors_wins_over_chained_ones():
+    text = PYTHON_WORKER_FAILURE.format(name="TransientAwsError", message="first") + PYTHON_WORKER_FAILURE.format(
+        name="SegmentFailed", message="second"
+    )
+    assert str(_query_error(_SparkError(text))).endswith(": second")
+
+
+def test_other_failures_give_their_first_error_line():
+    error = _query_error(Exception("An error occurred\njava.lang.IllegalStateException: boom\nError: the cause"))
+    assert str(error) == "replicating changes failed: Error: the cause"
+
+
+def test_iterator_age_is_the_shard_furthest_behind():
+    now = time.time()
+    outcomes = [
+        ApplyOutcome(newest_by_shard=(("a", now - 10), ("b", now - 100))),
+        ApplyOutcome(newest_by_shard=(("b", now - 5),)),  # b's newest record, from another partition
+    ]
+    assert 9 <= _iterator_age(outcomes) <= 11
+
+
+def test_no_records_no_iterator_age():
+    assert _iterator_age([ApplyOutcome()]) is None
