@@ -9,9 +9,10 @@ nothing is cached and executors re-read the planned range by sequence number. Af
 restart the reader learns where it stands from Spark: 4.1 and later pass the start to
 `latestOffset`; 4.0 calls `partitions(offset, offset)` with the last offset of its log.
 
-Each micro-batch is applied in `foreachBatch`: changes are partitioned by key, collapsed
-to the last state per key, and written; a failure fails the batch, so its offsets are
-not committed and it is replayed, idempotently, on the next run.
+Each micro-batch is applied in `foreachBatch`, each shard's partition where it was read
+(a key's changes in one batch are all in one shard): collapsed to the last state per key
+and written; a failure fails the batch, so its offsets are not committed and it is
+replayed, idempotently, on the next run.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import re
 import signal
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
@@ -34,7 +36,7 @@ from migrator.config import LoadedConfig, load_config
 from migrator.connection import ClientSpec
 from migrator.checkpoint import Checkpoint
 from migrator.errors import CheckpointError, MigratorError, rebuild_error
-from migrator.items import from_dynamodb_json, rename_attributes, to_dynamodb_json
+from migrator.items import rename_attributes, to_dynamodb_json
 from migrator.metrics import ReplicationMetrics
 from migrator.ratelimit import CapacityLimiter
 from migrator.stream.collapse import collapse, drop_filtered, key_repr
@@ -43,6 +45,7 @@ from migrator.stream.offsets import ShardPosition, StreamOffset
 from migrator.stream.records import DELETE, ChangeRecord, from_dynamodb_stream_record
 from migrator.stream.shards import depth, readable_shards
 from migrator.target.writer import BatchWriter, WriteCounters
+from migrator.wire import wire_client
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +56,10 @@ ROW_SCHEMA = (
     "replicated BOOLEAN"
 )
 RECORDS_PER_SHARD_PER_BATCH = 1000
-TRIGGER_INTERVAL = "1 second"
+# Lambda polls a DynamoDB stream's shards four times a second; twice keeps well within
+# GetRecords' five calls per second per shard and DescribeStream's ten per second.
+TRIGGER_INTERVAL = "500 milliseconds"
+WRITES_IN_FLIGHT = 4  # concurrent BatchWriteItem calls per partition, as in the snapshot
 
 
 # ---- the data source: runs in a Python process under the driver JVM, and on executors ----
@@ -99,7 +105,11 @@ class ChangesReader(DataSourceStreamReader):
         self._view_type = options["viewType"]
         self._key_names = tuple(json.loads(options["keyNames"]))
         self._position: StreamOffset | None = None
+        self._listed: list | None = None  # the shards latestOffset saw, for partitions' depths
         self._cache: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
+        # shard -> (last sequence number read, the iterator to read on from): one
+        # GetShardIterator call less per shard and trigger.
+        self._iterators: dict[str, tuple[str | None, str]] = {}
 
     def _streams(self):
         return aws.client(self._source, "dynamodbstreams")
@@ -119,14 +129,20 @@ class ChangesReader(DataSourceStreamReader):
             current = StreamOffset.from_dict(start, self._arn)
         else:
             current = self._position or StreamOffset.from_dict(self.initialOffset(), self._arn)
-        listed = list_shards(self._streams(), self._arn)
+        listed = self._listed = list_shards(self._streams(), self._arn)
         lost = current.lost_shards(listed)
         if lost:
             raise CheckpointError(f"shards {', '.join(lost)} of the checkpoint are gone from the stream before being read to their end")
         current = current.without_trimmed(listed).with_shards(listed)
         for shard in readable_shards(listed, current.finished):
             after = current.shards[shard.shard_id].sequence_number
-            read = read_shard(self._streams(), self._arn, shard.shard_id, after, max_records=RECORDS_PER_SHARD_PER_BATCH)
+            read = read_shard(
+                self._streams(), self._arn, shard.shard_id, after, max_records=RECORDS_PER_SHARD_PER_BATCH,
+                iterator=self._iterator_after(shard.shard_id, after),
+            )  # fmt: skip
+            if read.next_iterator is not None:
+                last = read.records[-1]["dynamodb"]["SequenceNumber"] if read.records else after
+                self._iterators[shard.shard_id] = (last, read.next_iterator)
             if read.records:
                 self._cache[(shard.shard_id, after)] = read.records
                 current = current.advance(shard.shard_id, read.records[-1]["dynamodb"]["SequenceNumber"])
@@ -135,13 +151,20 @@ class ChangesReader(DataSourceStreamReader):
         self._position = current
         return current.to_dict()
 
+    def _iterator_after(self, shard_id: str, after: str | None) -> str | None:
+        """The iterator the last read of this shard left, if it ended where this one starts."""
+        cached = self._iterators.pop(shard_id, None)
+        return cached[1] if cached is not None and cached[0] == after else None
+
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         first, last = StreamOffset.from_dict(start, self._arn), StreamOffset.from_dict(end, self._arn)
         if self._position is None:  # a restart: Spark tells us where its log ends
             self._position = last
         if first == last:
             return []
-        depths = depth(list_shards(self._streams(), self._arn))
+        # The shards latestOffset just listed (no second DescribeStream), or, for a batch
+        # replayed after a restart, a fresh listing.
+        depths = depth(self._listed if self._listed is not None else list_shards(self._streams(), self._arn))
         ranges = []
         for shard_id, position in last.shards.items():
             after = first.shards.get(shard_id, ShardPosition()).sequence_number
@@ -189,8 +212,9 @@ def _to_row(change: ChangeRecord) -> tuple:
 
 
 def _from_row(row: Any) -> ChangeRecord:
-    keys = from_dynamodb_json(json.loads(row["keys"]))
-    image = from_dynamodb_json(json.loads(row["image"])) if row["image"] is not None else None
+    """Keys and image stay DynamoDB JSON (binary as base64): the applier sends them as they are."""
+    keys = json.loads(row["keys"])
+    image = json.loads(row["image"]) if row["image"] is not None else None
     return ChangeRecord(
         key=row["key"], keys=keys, operation=row["operation"], new_image=image,
         shard_id=row["shard_id"], sequence_number=row["sequence_number"], created_at=row["created_at"],
@@ -199,7 +223,7 @@ def _from_row(row: Any) -> ChangeRecord:
     )  # fmt: skip
 
 
-# ---- applying a micro-batch: on executors, partitioned by key ----
+# ---- applying a micro-batch: on executors, a partition per shard ----
 
 
 @dataclass(frozen=True)
@@ -255,9 +279,28 @@ def apply_partition(task: ApplyTask, rows: Iterator[Any]) -> Iterator[ApplyOutco
 
 
 def _apply(task: ApplyTask, changes: list[ChangeRecord], counters: WriteCounters) -> tuple[int, int]:
+    """Write the collapsed changes, WRITES_IN_FLIGHT BatchWriteItem calls at a time.
+
+    After `collapse` there is one change per key, so their writes commute: batches of them
+    can go out at once, in any order, as the snapshot's do.
+    """
     renames = dict(task.renames)
+    chunks = [changes[i : i + task.batch_size] for i in range(0, len(changes), task.batch_size)]
+    if not chunks:
+        return 0, 0
+    with ThreadPoolExecutor(min(WRITES_IN_FLIGHT, len(chunks)), thread_name_prefix="apply") as pool:
+        written = list(pool.map(lambda chunk: _write_chunk(task, chunk, renames), chunks))  # raises the first failure
+    for _, _, chunk_counters in written:
+        counters.add(chunk_counters)
+    return sum(w[0] for w in written), sum(w[1] for w in written)
+
+
+def _write_chunk(task: ApplyTask, changes: list[ChangeRecord], renames: dict[str, str]) -> tuple[int, int, WriteCounters]:
+    """Put or delete each change's key (a change without its image first reads it from the source)."""
+    counters = WriteCounters()
+    # Keys and images are DynamoDB JSON as the rows carry them: sent as they are (migrator.wire).
     writer = BatchWriter(
-        aws.client(task.target), task.target_table, batch_size=task.batch_size,
+        wire_client(task.target), task.target_table, batch_size=task.batch_size,
         limiter=CapacityLimiter(None), counters=counters, report_capacity=task.target_reports_capacity,
     )  # fmt: skip
     puts = deletes = 0
@@ -270,13 +313,12 @@ def _apply(task: ApplyTask, changes: list[ChangeRecord], counters: WriteCounters
             writer.put(rename_attributes(image, renames))
             puts += 1
     writer.flush()
-    return puts, deletes
+    return puts, deletes, counters
 
 
 def _lookup(task: ApplyTask, change: ChangeRecord):
     """The item's current state in the source (the stream did not carry it), or None if gone."""
-    with aws.translated("reading the current state of a changed item from", f"source table {task.source_table!r}"):
-        response = aws.client(task.source).get_item(TableName=task.source_table, Key=change.keys, ConsistentRead=True)
+    response = wire_client(task.source).get_item(TableName=task.source_table, Key=change.keys, ConsistentRead=True)
     return response.get("Item")
 
 
@@ -346,15 +388,15 @@ def replicate(
         .option("keyNames", json.dumps(list(stream.key_names)))
         .load()
     )
-    parallelism = spark.sparkContext.defaultParallelism
     failures: list[MigratorError] = []
 
     def apply_batch(batch: DataFrame, batch_id: int) -> None:
         try:
             spark.sparkContext.setJobDescription(f"replicate {config.source.table} → {config.target.table}: batch {batch_id}")
-            outcomes = batch.repartition(parallelism, "key").rdd.mapPartitions(
-                lambda rows: apply_partition(task, rows)
-            ).collect()
+            # A partition per shard, applied where it was read: no shuffle. All the changes of
+            # one key in a batch are in one shard: siblings of a split hold disjoint keys, and
+            # a child is read only in a batch after the one that finished its parent.
+            outcomes = batch.rdd.mapPartitions(lambda rows: apply_partition(task, rows)).collect()
             failed = [o.error for o in outcomes if o.error is not None]
             if failed:
                 raise failed[0]
@@ -377,16 +419,20 @@ def replicate(
     )
     log.info("replicating changes of %r into %r (checkpoint %s); Ctrl+C stops", config.source.table, config.target.table, checkpoint)
     stop_requested = False
+    timed_batch = -1
     with _StopOnCtrlC() as ctrl_c:
         while query.isActive and not ctrl_c.requested:
             try:
                 query.awaitTermination(1)
             except StreamingQueryException:  # the query failed: reported below as our error
                 break
-            if query.lastProgress is not None:  # running and reading: the checkpoint is fresh
+            progress = query.lastProgress
+            if progress is not None:  # running and reading: the checkpoint is fresh
                 alive.beat()
-            # Caught up: a trigger has run and the reader found nothing new since.
-            if query.lastProgress is not None and not query.status["isDataAvailable"]:
+                timed_batch = _log_timing(progress, timed_batch)
+            # Caught up: the last trigger's reader found nothing new. (isDataAvailable alone is
+            # also false while a trigger is still reading, however far behind it is.)
+            if query.status["message"] == _NOTHING_NEW:
                 metrics.caught_up()
                 summary.lag_seconds = 0.0
             if should_stop is not None and should_stop(summary):
@@ -406,6 +452,9 @@ def replicate(
             "run the job again: it resumes from the checkpoint"
         )
     return summary
+
+
+_NOTHING_NEW = "Waiting for data to arrive"  # Spark's status after a trigger that found no new offsets
 
 
 class _StopOnCtrlC:
@@ -462,6 +511,20 @@ def _record(summary: ReplicationSummary, metrics: ReplicationMetrics, batch_id: 
     )  # fmt: skip
     if records:
         log.info("replicate: batch %d: %d records, %d puts, %d deletes, lag %.1fs", batch_id, records, puts, deletes, lag or 0)
+
+
+def _log_timing(progress: dict, last_logged: int) -> int:
+    """Where a batch's time went, once per batch with records (Spark's durationMs, debug level)."""
+    batch_id = progress.get("batchId", -1)
+    if batch_id != last_logged and progress.get("numInputRows") and log.isEnabledFor(logging.DEBUG):
+        durations = progress.get("durationMs", {})
+        parts = ", ".join(f"{name} {durations[name]}" for name in _TIMED_STEPS if name in durations)
+        log.debug("replicate: batch %d took %s ms: %s", batch_id, durations.get("triggerExecution", "?"), parts)
+    return batch_id
+
+
+# Spark's steps of a micro-batch: latestOffset reads the stream, addBatch applies it.
+_TIMED_STEPS = ("latestOffset", "queryPlanning", "getBatch", "walCommit", "addBatch", "commitOffsets")
 
 
 def _iterator_age(outcomes: list[ApplyOutcome]) -> float | None:

@@ -57,7 +57,7 @@ def wire_client(spec: ClientSpec) -> "WireClient":
 
 
 class WireClient:
-    """`scan(**request)` and `batch_write_item(**request)` over HTTP, signed, retried."""
+    """`scan`, `batch_write_item` and `get_item` (keyword requests as boto3's) over HTTP, signed, retried."""
 
     def __init__(self, spec: ClientSpec):
         self._spec = spec
@@ -75,6 +75,9 @@ class WireClient:
 
     def batch_write_item(self, **request: Any) -> dict[str, Any]:
         return self._call("BatchWriteItem", request)
+
+    def get_item(self, **request: Any) -> dict[str, Any]:
+        return self._call("GetItem", request)
 
     def _call(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
         body = json.dumps(request, separators=(",", ":")).encode("utf-8")

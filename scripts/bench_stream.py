@@ -78,6 +78,8 @@ from decimal import Decimal
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+# BENCH_JOB_ARGS="--log-level DEBUG" shows where each batch's time goes, in the --job-log.
+JOB_EXTRA_ARGS = os.environ.get("BENCH_JOB_ARGS", "").split()
 sys.path[:0] = [str(REPO / "scripts"), str(REPO / "tests")]
 
 import boto3  # noqa: E402
@@ -345,7 +347,7 @@ class Job:
     def start(self, config: Path) -> list[str]:
         log4j = f"-Dlog4j2.configurationFile={REPO / 'conf' / 'log4j2.properties'}"  # Spark's own logging at WARN
         command = [str(Path(sys.executable).parent / "spark-submit"), "--master", MASTER, "--driver-java-options",
-                   log4j, str(REPO / "jobs" / "migrate.py"), "--config", str(config)]
+                   log4j, str(REPO / "jobs" / "migrate.py"), "--config", str(config), *JOB_EXTRA_ARGS]
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
                "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
         with open(self.log_path, "wb") as log:

@@ -95,6 +95,7 @@ class ShardRead:
 
     records: list[dict[str, Any]]
     reached_end: bool
+    next_iterator: str | None = None  # where the next read of this shard can go on from
 
 
 def read_shard(
@@ -106,14 +107,19 @@ def read_shard(
     max_records: int = 1000,
     max_calls: int = 4,
     until: str | None = None,
+    iterator: str | None = None,
 ) -> ShardRead:
     """Records of a shard after sequence number `after` (from TRIM_HORIZON when None).
 
-    Stops after `max_records`, after `max_calls` GetRecords (an open shard's empty pages
-    mean "nothing new yet"), at the end of a closed shard, or past `until` (inclusive).
+    Without `until` (reading what is new): stops after the first page that has records or
+    the first empty one (an open shard's empty page means "nothing new yet"). With `until`
+    (re-reading a planned range): stops past it (inclusive), after `max_records` or
+    `max_calls`. Either way stops at the end of a closed shard. `iterator`, the
+    `next_iterator` of the read that ended at `after`, saves a GetShardIterator call; an
+    expired one is replaced.
     """
     records: list[dict[str, Any]] = []
-    iterator = _iterator(streams, arn, shard_id, after)
+    iterator = iterator or _iterator(streams, arn, shard_id, after)
     calls = 0
     while iterator and calls < max_calls and len(records) < max_records:
         calls += 1
@@ -130,9 +136,9 @@ def read_shard(
         if until is not None and records and records[-1]["dynamodb"]["SequenceNumber"] == until:
             return ShardRead(records, reached_end=False)
         iterator = response.get("NextShardIterator")
-        if not response.get("Records") and until is None:
-            break
-    return ShardRead(records, reached_end=iterator is None)
+        if until is None:
+            break  # what is there now; the next trigger reads on
+    return ShardRead(records, reached_end=iterator is None, next_iterator=iterator)
 
 
 class _Expired(Exception):
