@@ -34,6 +34,7 @@ _CREDENTIAL_CODES = {
     "ExpiredToken",
     "MissingAuthenticationToken",
     "IncompleteSignature",
+    "InvalidAccessKeyId",  # S3's code for an access key it does not know
 }
 _DENIED_CODES = {"AccessDeniedException", "AccessDenied", "UnauthorizedOperation"}
 _TRANSIENT_CODES = {
@@ -75,6 +76,7 @@ def _botocore_config(spec: ClientSpec) -> Config:
         read_timeout=spec.read_timeout_seconds,
         tcp_keepalive=True,
         user_agent_extra="dynamodb-migrator",
+        s3={"addressing_style": spec.s3_addressing_style} if spec.s3_addressing_style else None,
     )
 
 

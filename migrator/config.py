@@ -13,14 +13,17 @@ import difflib
 import os
 import re
 from dataclasses import dataclass, field, replace
-from typing import Annotated, Any, Literal
+from pathlib import PurePosixPath
+from typing import Annotated, Any, Literal, Union
 
 import yaml
 from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
+    Discriminator,
     Field,
+    Tag,
     ValidationError,
     field_validator,
     model_validator,
@@ -33,6 +36,8 @@ from migrator.redact import REDACTED, Secret
 
 DYNAMODB_TYPES = ("dynamodb", "dynamo", "alternator")
 S3_EXPORT_TYPE = "dynamodb-s3-export"
+SOURCE_TYPES = (*DYNAMODB_TYPES, S3_EXPORT_TYPE)
+FILES_MANIFEST_NAME = "manifest-files.json"
 MAX_BATCH_DYNAMODB = 25  # BatchWriteItem limit on AWS
 MAX_BATCH_ALTERNATOR = 100  # Alternator accepts larger batches
 
@@ -136,14 +141,44 @@ class AlternatorOptions(_Model):
     connection_timeout_ms: int | None = Field(default=None, ge=1)
 
 
-class _Endpointed(_Model):
+class _Connected(_Model):
     """Endpoint, region and credentials: shared by every source and target block."""
 
-    type: str
-    table: str = Field(min_length=3, max_length=255, pattern=r"^[a-zA-Z0-9_.\-]+$")
     region: str | None = None
     endpoint: Endpoint | None = None
     credentials: Credentials | None = None
+
+    @model_validator(mode="after")
+    def _assume_role_needs_region(self):
+        if self.credentials and self.credentials.assume_role and not self.region:
+            raise ValueError("region is required with credentials.assumeRole")
+        return self
+
+    def client_spec(self, label: str) -> ClientSpec:
+        """The picklable connection description executors build clients from."""
+        creds = self.credentials or Credentials()
+        region = self.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+        if region is None and self.endpoint is not None:
+            region = "us-east-1"  # custom endpoints ignore the region, but botocore needs one
+        return ClientSpec(
+            label=label,
+            endpoint_url=self.endpoint.url if self.endpoint else None,
+            region=region,
+            access_key=creds.access_key,
+            secret_key=creds.secret_key,
+            session_token=creds.session_token,
+            role_arn=creds.assume_role.arn if creds.assume_role else None,
+            role_session_name=(
+                creds.assume_role.session_name if creds.assume_role else "dynamodb-migrator"
+            ),
+        )
+
+
+class _Endpointed(_Connected):
+    """A DynamoDB or Alternator table and how to reach it."""
+
+    type: str
+    table: str = Field(min_length=3, max_length=255, pattern=r"^[a-zA-Z0-9_.\-]+$")
     remove_consumed_capacity: bool | None = None
     alternator: AlternatorOptions | None = None
 
@@ -162,29 +197,12 @@ class _Endpointed(_Model):
     def _alternator_needs_endpoint(self):
         if self.is_alternator and self.endpoint is None:
             raise ValueError("type 'alternator' needs an endpoint: {host: http://..., port: 8000}")
-        if self.credentials and self.credentials.assume_role and not self.region:
-            raise ValueError("region is required with credentials.assumeRole")
         return self
 
     def client_spec(self, label: str) -> ClientSpec:
         """The picklable connection description executors build clients from."""
-        creds = self.credentials or Credentials()
-        region = self.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
-        if region is None and self.endpoint is not None:
-            region = "us-east-1"  # custom endpoints ignore the region, but botocore needs one
+        spec = super().client_spec(label)
         options = self.alternator or AlternatorOptions()
-        spec = ClientSpec(
-            label=label,
-            endpoint_url=self.endpoint.url if self.endpoint else None,
-            region=region,
-            access_key=creds.access_key,
-            secret_key=creds.secret_key,
-            session_token=creds.session_token,
-            role_arn=creds.assume_role.arn if creds.assume_role else None,
-            role_session_name=(
-                creds.assume_role.session_name if creds.assume_role else "dynamodb-migrator"
-            ),
-        )
         if options.max_connections:
             spec = replace(spec, max_pool_connections=options.max_connections)
         if options.connection_timeout_ms:
@@ -236,6 +254,160 @@ class DynamoTarget(_Endpointed):
         return self
 
 
+class AttributeDefinition(_Model):
+    name: str = Field(min_length=1, max_length=255)
+    type: Literal["S", "N", "B"]
+
+
+class KeyElement(_Model):
+    name: str = Field(min_length=1, max_length=255)
+    type: Literal["HASH", "RANGE"]
+
+
+class ProvisionedThroughput(_Model):
+    read_capacity_units: int = Field(ge=1)
+    write_capacity_units: int = Field(ge=1)
+
+
+class TableDescription(_Model):
+    """The exported table's primary key, which an export does not record, and its billing.
+
+    ScyllaDB Migrator's shape of DynamoDB's TableCreationParameters: only key attributes are
+    defined, because CreateTable refuses definitions that no key uses.
+    """
+
+    attribute_definitions: list[AttributeDefinition] = Field(min_length=1)
+    key_schema: list[KeyElement] = Field(min_length=1)
+    billing_mode: Literal["PROVISIONED", "PAY_PER_REQUEST"] | None = None
+    provisioned_throughput: ProvisionedThroughput | None = None
+
+    @model_validator(mode="after")
+    def _a_key_dynamodb_can_create(self) -> "TableDescription":
+        kinds = [k.type for k in self.key_schema]
+        if kinds not in (["HASH"], ["HASH", "RANGE"]):
+            raise ValueError(
+                f"keySchema is {kinds}: it must be one HASH key, optionally followed by one RANGE key"
+            )
+        keys = [k.name for k in self.key_schema]
+        defined = [a.name for a in self.attribute_definitions]
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"keySchema names {keys[0]!r} twice: the HASH and RANGE keys are two attributes")
+        twice = sorted({n for n in defined if defined.count(n) > 1})
+        undefined = [n for n in keys if n not in defined]
+        unused = [n for n in defined if n not in keys]
+        if twice:
+            raise ValueError(f"attributeDefinitions defines {', '.join(twice)} more than once")
+        if undefined:
+            raise ValueError(
+                f"keySchema names {', '.join(undefined)}, which attributeDefinitions does not define: "
+                "add {name, type: S, N or B} for each key attribute"
+            )
+        if unused:
+            raise ValueError(
+                f"attributeDefinitions defines {', '.join(unused)}, which no key uses: DynamoDB's "
+                "CreateTable refuses such definitions; list key attributes only"
+            )
+        if self.billing_mode == "PROVISIONED" and self.provisioned_throughput is None:
+            raise ValueError(
+                "billingMode PROVISIONED needs provisionedThroughput: {readCapacityUnits, writeCapacityUnits}"
+            )
+        return self
+
+    @property
+    def mode(self) -> str:
+        """PROVISIONED when capacity is given, else on-demand: an export does not say the table's mode."""
+        if self.billing_mode:
+            return self.billing_mode
+        return "PROVISIONED" if self.provisioned_throughput else "PAY_PER_REQUEST"
+
+    def as_described(self, table: str) -> dict[str, Any]:
+        """The table as DynamoDB's DescribeTable would show it, for the target's CreateTable request."""
+        described: dict[str, Any] = {
+            "TableName": table,
+            "KeySchema": [{"AttributeName": k.name, "KeyType": k.type} for k in self.key_schema],
+            "AttributeDefinitions": [
+                {"AttributeName": a.name, "AttributeType": a.type} for a in self.attribute_definitions
+            ],
+            "BillingModeSummary": {"BillingMode": self.mode},
+        }
+        if self.provisioned_throughput:
+            described["ProvisionedThroughput"] = {
+                "ReadCapacityUnits": self.provisioned_throughput.read_capacity_units,
+                "WriteCapacityUnits": self.provisioned_throughput.write_capacity_units,
+            }
+        return described
+
+
+class S3ExportSource(_Connected):
+    """A DynamoDB table export in S3 (`type: dynamodb-s3-export`), imported instead of scanning a table."""
+
+    type: Literal["dynamodb-s3-export"]
+    bucket: str = Field(min_length=1)
+    manifest_key: str = Field(min_length=1)
+    table_description: TableDescription | None = None
+    # The live table the export was taken from: described for the key schema and indexes
+    # when tableDescription is absent.
+    stream_source: DynamoSource | None = None
+    use_path_style_access: bool | None = None
+    max_map_tasks: int | None = Field(default=None, ge=1)
+
+    @field_validator("manifest_key")
+    @classmethod
+    def _the_summary_not_the_file_list(cls, key: str) -> str:
+        if PurePosixPath(key).name == FILES_MANIFEST_NAME:
+            raise ValueError(
+                f"{key!r} is the export's list of data files; point manifestKey at manifest-summary.json "
+                "in the same folder"
+            )
+        return key
+
+    @model_validator(mode="after")
+    def _keys_known(self) -> "S3ExportSource":
+        if self.table_description is None and self.stream_source is None:
+            raise ValueError(
+                "an export does not record which attributes are the table's keys: give "
+                "source.tableDescription ({attributeDefinitions, keySchema}), or source.streamSource "
+                "(a type: dynamodb block naming the live table, described for its keys and indexes)"
+            )
+        return self
+
+    @property
+    def export_id(self) -> str:
+        """The export's id: the name of the folder holding the summary (`AWSDynamoDB/<export id>/`)."""
+        folder = PurePosixPath(self.manifest_key).parent.name
+        return re.sub(r"[^a-zA-Z0-9_.\-]", "_", folder) or "export"
+
+    @property
+    def table(self) -> str:
+        """A name for the export where a source table's name goes: logs, Spark, the savepoint file."""
+        return f"s3-export-{self.export_id}"
+
+    @property
+    def location(self) -> str:
+        return f"s3://{self.bucket}/{self.manifest_key}"
+
+    def client_spec(self, label: str) -> ClientSpec:
+        spec = super().client_spec(label)
+        if self.use_path_style_access is None:  # botocore: path-style on custom endpoints, virtual on AWS
+            return spec
+        return replace(spec, s3_addressing_style="path" if self.use_path_style_access else "virtual")
+
+
+def _source_kind(block: Any) -> str:
+    """Which model reads a source block; unknown types go to the table model, which names the valid ones."""
+    kind = block.get("type") if isinstance(block, dict) else getattr(block, "type", None)
+    return S3_EXPORT_TYPE if kind == S3_EXPORT_TYPE else _TABLE_SOURCE_TAG
+
+
+_TABLE_SOURCE_TAG = "dynamodb-table"
+SourceBlock = Annotated[
+    Union[Annotated[DynamoSource, Tag(_TABLE_SOURCE_TAG)], Annotated[S3ExportSource, Tag(S3_EXPORT_TYPE)]],
+    Discriminator(_source_kind),
+]
+# Tags appear in pydantic's error locations after "source"; they are not keys of the YAML.
+_SOURCE_MODELS: dict[str, type[BaseModel]] = {_TABLE_SOURCE_TAG: DynamoSource, S3_EXPORT_TYPE: S3ExportSource}
+
+
 class Rename(_Model):
     from_: str = Field(alias="from", min_length=1)
     to: str = Field(min_length=1)
@@ -252,11 +424,13 @@ class Validation(_Model):
 
 
 class MigratorConfig(_Model):
-    source: DynamoSource
+    source: SourceBlock
     target: DynamoTarget
     renames: list[Rename] = Field(default_factory=list)
     savepoints: Savepoints = Field(default_factory=Savepoints)
     skip_segments: list[Annotated[int, Field(ge=0)]] = Field(default_factory=list)
+    # S3 export imports: data files already imported (keys as read), written by savepoints.
+    skip_files: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
     validation: Validation | None = None
     checkpoint_location: str | None = None
     # Replication: names the checkpoint (./checkpoints/<appName>); two migrators reading one
@@ -281,7 +455,20 @@ class MigratorConfig(_Model):
         return renames
 
     @model_validator(mode="after")
-    def _skip_segments_within_scan(self) -> "MigratorConfig":
+    def _skips_fit_the_source(self) -> "MigratorConfig":
+        if isinstance(self.source, S3ExportSource):
+            if self.skip_segments:
+                raise ValueError(
+                    "skipSegments lists scan segments of a table; an S3 export import skips data files "
+                    "with skipFiles (its savepoint writes them)"
+                )
+            self._capacity_known(self.source)
+            return self
+        if self.skip_files:
+            raise ValueError(
+                "skipFiles lists data files of an S3 export, but the source is a table: "
+                "remove skipFiles (a table copy skips scan segments with skipSegments)"
+            )
         total = self.source.scan_segments
         if self.skip_segments and total is None:
             raise ValueError(
@@ -296,9 +483,26 @@ class MigratorConfig(_Model):
                 )
         return self
 
+    def _capacity_known(self, source: S3ExportSource) -> None:
+        """A PROVISIONED target made from a tableDescription needs capacity to provision."""
+        described = source.table_description
+        if (
+            self.target.billing_mode == "PROVISIONED"
+            and described is not None
+            and described.provisioned_throughput is None
+        ):
+            raise ValueError(
+                "target.billingMode is PROVISIONED but source.tableDescription gives no "
+                "provisionedThroughput: add {readCapacityUnits, writeCapacityUnits} to it, or use PAY_PER_REQUEST"
+            )
+
     @property
     def rename_map(self) -> dict[str, str]:
         return {r.from_: r.to for r in self.renames}
+
+    @property
+    def imports_export(self) -> bool:
+        return isinstance(self.source, S3ExportSource)
 
 
 @dataclass(frozen=True)
@@ -410,23 +614,55 @@ def _drop_compat(block: dict[str, Any], section: str, path: str, warnings: list[
 def _refuse_unsupported(cleaned: dict[str, Any], path: str) -> None:
     """Valid ScyllaDB Migrator features this version does not run: say so, by key."""
     source = cleaned.get("source")
-    if isinstance(source, dict) and source.get("type") == S3_EXPORT_TYPE:
-        raise UnsupportedFeature(
-            "reading a DynamoDB S3 export", "source.type", "copy from the live table with type: dynamodb"
-        )
     target = cleaned.get("target")
+    if isinstance(source, dict) and source.get("type") == S3_EXPORT_TYPE:
+        _refuse_chaining(source, target, path)
     if isinstance(target, dict) and target.get("type") == S3_EXPORT_TYPE:
         raise UnsupportedFeature(
             "writing a DynamoDB S3 export", "target.type", "write to a table with type: dynamodb or alternator"
         )
 
 
+def _refuse_chaining(source: dict[str, Any], target: Any, path: str) -> None:
+    """streamChanges after an S3 export import: needs the live table (a rule), and is not in this version."""
+    changes = target.get("streamChanges") if isinstance(target, dict) else None
+    if changes in (None, False):
+        return
+    if source.get("streamSource") is None:
+        raise ConfigError(
+            "target.streamChanges",
+            "replicating changes after importing an S3 export needs source.streamSource, the live table "
+            "the export was taken from (an export has no stream): add source.streamSource (a type: dynamodb "
+            "block naming that table), or set target.streamChanges: false to import the export only",
+            path,
+        )
+    raise UnsupportedFeature(
+        "replicating the live table's changes after importing an S3 export",
+        "target.streamChanges",
+        "set streamChanges: false to import the export; to copy the live table and then replicate its "
+        "changes, use source type: dynamodb with streamChanges: true",
+    )
+
+
 # ---- turning pydantic's errors into one line a user can act on ----
 
 
 def _to_config_error(exc: ValidationError, path: str) -> ConfigError:
-    error = _most_useful(exc.errors())
+    errors = exc.errors()
+    # An unknown source type explains everything else wrong in the block (keys of another type).
+    wrong_type = [e for e in errors if e["type"] == "literal_error" and _key_path(e["loc"]) == "source.type"]
+    if wrong_type:  # the table model lists only its own types: name every one
+        expected = ", ".join(repr(t) for t in SOURCE_TYPES[:-1]) + f" or {SOURCE_TYPES[-1]!r}"
+        return ConfigError("source.type", f"must be one of {expected} (got {wrong_type[0].get('input')!r})", path)
+    error = _most_useful(errors)
     return ConfigError(_key_path(error["loc"]), _reason(error), path)
+
+
+def _without_tags(loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The location without the source union's tag (`source.dynamodb-table.table` → `source.table`)."""
+    if len(loc) > 1 and loc[0] == "source" and loc[1] in _SOURCE_MODELS:
+        return (loc[0], *loc[2:])
+    return loc
 
 
 def _most_useful(errors: list[dict[str, Any]]) -> dict[str, Any]:
@@ -437,7 +673,7 @@ def _most_useful(errors: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _key_path(loc: tuple[Any, ...]) -> str:
     parts: list[str] = []
-    for part in loc:
+    for part in _without_tags(loc):
         if isinstance(part, int):
             parts[-1] = f"{parts[-1]}[{part}]" if parts else f"[{part}]"
         else:
@@ -477,15 +713,19 @@ def _did_you_mean(loc: tuple[Any, ...]) -> str:
     """Suggest the closest known key at the location of an unknown one."""
     *parents, unknown = [p for p in loc if not isinstance(p, int)]
     model: Any = MigratorConfig
-    for part in parents:
+    for index, part in enumerate(parents):
+        if index == 1 and parents[0] == "source" and part in _SOURCE_MODELS:
+            model = _SOURCE_MODELS[part]  # the union member pydantic chose for the source block
+            continue
         found = _field_by_key(model, part)
         model = _model_of(found.annotation) if found else None
         if model is None:
             return ""
     known = [found.alias or name for name, found in model.model_fields.items()]
-    section = parents[-1] if parents else ""
+    keys = _without_tags(tuple(parents))
+    section = keys[-1] if keys else ""
     known += [key for (sect, key) in COMPAT_ONLY_KEYS if sect == section]
-    if section in ("source", "target"):
+    if section in ("source", "target") and issubclass(model, _Endpointed):
         known += sorted(ALTERNATOR_KEYS)  # valid at this level under type: alternator
     close = difflib.get_close_matches(str(unknown), known, n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(sorted(set(known)))}"

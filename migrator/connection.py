@@ -29,6 +29,8 @@ class ClientSpec:
     read_timeout_seconds: float = 60.0
     # Adaptive retries: attempts per call, including the first (botocore's max_attempts).
     max_attempts: int = 10
+    # S3 only: "path" or "virtual" (source.usePathStyleAccess); None leaves botocore's choice.
+    s3_addressing_style: str | None = None
 
     @property
     def where(self) -> str:

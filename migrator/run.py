@@ -14,10 +14,11 @@ from typing import Callable
 
 from pyspark.sql import SparkSession
 
-from migrator import aws, checkpoint
+from migrator import aws, checkpoint, export_import
 from migrator.checkpoint import Checkpoint
 from migrator.config import LoadedConfig, MigratorConfig
 from migrator.errors import CheckpointError, SavepointError, SourceTableNotFound, UnsupportedFeature
+from migrator.export_progress import ImportSummary
 from migrator.metrics import ReplicationMetrics
 from migrator.plan import SnapshotPlan, plan_snapshot, planned_units
 from migrator.progress import ProgressReporter, SnapshotSummary
@@ -48,7 +49,7 @@ class Preflight:
 class MigrationResult:
     """What a run did: the snapshot, the replication, or both."""
 
-    snapshot: SnapshotSummary | None = None
+    snapshot: SnapshotSummary | ImportSummary | None = None  # a table copy, or an S3 export import
     replication: ReplicationSummary | None = None
 
     def render(self) -> str:
@@ -65,6 +66,8 @@ def migrate(
     `should_stop` ends replication without Ctrl+C (notebooks and tests).
     """
     config = loaded.config
+    if config.imports_export:
+        return MigrationResult(snapshot=_import_export(loaded, spark_factory))
     _refuse_unsupported(config)
     checks = preflight(config)
     store = SavepointStore(config.savepoints.path, loaded.raw, config.source.table, config.target.table)
@@ -112,6 +115,30 @@ def migrate(
             stream, total_segments, done = _reinitialize(config, exc, saved, store)
             reinitializations += 1
             metrics.reinitializations.inc()
+
+
+def _import_export(loaded: LoadedConfig, spark_factory: SparkFactory) -> ImportSummary:
+    """An S3 export into the target, in the same order as a table copy: every check first.
+
+    Replicating changes after an import is refused when the config loads (streamChanges
+    with an S3 export source), so this phase is the whole run.
+    """
+    config = loaded.config
+    checks = export_import.preflight(config)
+    store = SavepointStore(config.savepoints.path, loaded.raw, config.source.table, config.target.table)
+    store.check_writable()
+    done = export_import.resume_point(store.load_files(), config.skip_files, checks.manifests, str(store.path))
+    if done and checks.target is None:
+        raise SavepointError(
+            f"{len(done)} data files are recorded as imported (savepoint {store.path} or skipFiles), "
+            f"but target table {config.target.table!r} does not exist: skipping them would leave it "
+            "incomplete; delete the savepoint (and skipFiles) to import everything again"
+        )
+    spark = spark_factory()
+    target = checks.target or tables.create_table(
+        _control_client(config, "target"), checks.create_request, checks.ttl_attribute
+    )
+    return export_import.import_export(spark, config, checks, target, store, done)
 
 
 def _stream(config: MigratorConfig) -> StreamInfo:

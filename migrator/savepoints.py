@@ -5,6 +5,9 @@ As in ScyllaDB Migrator, a savepoint is the job's own YAML with `skipSegments` f
 name is derived from the tables, never from the clock, so rerunning the same config finds
 it and resumes. Files are written atomically (temp file, then rename), only by the driver,
 after each finished segment, with every credential value redacted.
+
+An S3 export import saves the same way, with `skipFiles` (the imported data files' keys)
+in place of `skipSegments`.
 """
 
 from __future__ import annotations
@@ -25,8 +28,8 @@ from migrator.redact import redact_config
 SAVEPOINT_FORMAT = 1
 HEADER = (
     "# dynamodb-migrator savepoint, format {version}.\n"
-    "# Segments listed in skipSegments are copied. Rerun the original config to resume;\n"
-    "# this file also runs as a config once credentials are restored (they are redacted).\n"
+    "# Segments listed in skipSegments (export data files: skipFiles) are copied. Rerun the original\n"
+    "# config to resume; this file also runs as a config once credentials are restored (they are redacted).\n"
 )
 
 
@@ -47,6 +50,26 @@ class SnapshotProgress:
         return SnapshotProgress(
             self.source_table, self.target_table, self.total_segments, self.done_segments | {segment}
         )
+
+    def fill(self, document: dict[str, Any]) -> None:
+        """Write this progress into the savepoint's config document."""
+        document["source"]["scanSegments"] = self.total_segments
+        document["skipSegments"] = sorted(self.done_segments)
+
+
+@dataclass(frozen=True)
+class ImportProgress:
+    """Imported data files of one S3 export → target import, by the key each was read from."""
+
+    source_table: str  # the export's name (config.source.table)
+    target_table: str
+    done_files: frozenset[str]
+
+    def with_done(self, file_key: str) -> "ImportProgress":
+        return ImportProgress(self.source_table, self.target_table, self.done_files | {file_key})
+
+    def fill(self, document: dict[str, Any]) -> None:
+        document["skipFiles"] = sorted(self.done_files)
 
 
 def savepoint_file_name(source_table: str, target_table: str) -> str:
@@ -79,6 +102,36 @@ class SavepointStore:
 
     def load(self) -> SnapshotProgress | None:
         """The saved progress, or None when there is no savepoint yet."""
+        document = self._read()
+        if document is None:
+            return None
+        try:
+            total = int(document["source"]["scanSegments"])
+            done = frozenset(int(s) for s in document.get("skipSegments") or [])
+            tables = (document["source"]["table"], document["target"]["table"])
+        except (KeyError, TypeError, ValueError):
+            raise self._damaged() from None
+        self._check_tables(tables)
+        return SnapshotProgress(self._source_table, self._target_table, total, done)
+
+    def load_files(self) -> ImportProgress | None:
+        """The saved progress of an S3 export import, or None when there is no savepoint yet."""
+        document = self._read()
+        if document is None:
+            return None
+        try:
+            files = document.get("skipFiles") or []
+            if not isinstance(files, list) or not all(isinstance(key, str) for key in files):
+                raise ValueError("skipFiles is not a list of keys")
+            # The file name already names the export; that the listed files are this export's is
+            # checked against its manifest (see migrator.export_import.resume_point).
+            tables = (self._source_table, document["target"]["table"])
+        except (KeyError, TypeError, ValueError):
+            raise self._damaged() from None
+        self._check_tables(tables)
+        return ImportProgress(self._source_table, self._target_table, frozenset(files))
+
+    def _read(self) -> dict[str, Any] | None:
         try:
             text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
@@ -87,29 +140,30 @@ class SavepointStore:
             raise SavepointError(f"cannot read savepoint {self.path}: {exc.strerror}") from None
         try:
             document = yaml.safe_load(text)
-            total = int(document["source"]["scanSegments"])
-            done = frozenset(int(s) for s in document.get("skipSegments") or [])
-            tables = (document["source"]["table"], document["target"]["table"])
-        except (yaml.YAMLError, KeyError, TypeError, ValueError):
-            raise SavepointError(
-                f"savepoint {self.path} is damaged: delete it to start the snapshot over"
-            ) from None
+        except yaml.YAMLError:
+            raise self._damaged() from None
+        if not isinstance(document, dict):
+            raise self._damaged()
+        return document
+
+    def _damaged(self) -> SavepointError:
+        return SavepointError(f"savepoint {self.path} is damaged: delete it to start the snapshot over")
+
+    def _check_tables(self, tables: tuple[str, str]) -> None:
         if tables != (self._source_table, self._target_table):
             raise SavepointError(
                 f"savepoint {self.path} belongs to {tables[0]} → {tables[1]}, not "
                 f"{self._source_table} → {self._target_table}: move it away or set another savepoints.path"
             )
-        return SnapshotProgress(self._source_table, self._target_table, total, done)
 
     def discard(self) -> None:
         """Forget the progress: the next snapshot copies every segment."""
         self.path.unlink(missing_ok=True)
 
-    def save(self, progress: SnapshotProgress) -> None:
+    def save(self, progress: SnapshotProgress | ImportProgress) -> None:
         """Write the progress atomically: a reader sees the old file or the new one, whole."""
         document = redact_config(self._raw_config)
-        document["source"]["scanSegments"] = progress.total_segments
-        document["skipSegments"] = sorted(progress.done_segments)
+        progress.fill(document)
         text = HEADER.format(version=SAVEPOINT_FORMAT) + yaml.safe_dump(document, sort_keys=False)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, temp_path = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.")
@@ -125,13 +179,14 @@ class SavepointStore:
 
 
 class SegmentLedger:
-    """The copied segments of a running snapshot, saved as each one is recorded.
+    """The finished units (scan segments, or an import's data files) of a running snapshot,
+    saved as each one is recorded.
 
-    Segment threads finish concurrently: recording and saving happen under one lock, so
-    no finished segment is dropped from the file by a concurrent save.
+    Units finish concurrently: recording and saving happen under one lock, so no finished
+    unit is dropped from the file by a concurrent save.
     """
 
-    def __init__(self, store: SavepointStore, progress: SnapshotProgress):
+    def __init__(self, store: SavepointStore, progress: SnapshotProgress | ImportProgress):
         self._store = store
         self._progress = progress
         self._lock = threading.Lock()
@@ -141,9 +196,14 @@ class SegmentLedger:
         with self._lock:
             self._store.save(self._progress)
 
-    def record(self, segment: int) -> None:
+    def record(self, unit: int | str) -> None:
+        self.record_all([unit])
+
+    def record_all(self, units: list[int] | list[str]) -> None:
+        """Several units at once, in one write (an incremental import's files, applied together)."""
         with self._lock:
-            self._progress = self._progress.with_done(segment)
+            for unit in units:
+                self._progress = self._progress.with_done(unit)
             self._store.save(self._progress)
 
 

@@ -1,9 +1,10 @@
-"""Run the snapshot on Spark: one small Spark job per scan segment, a bounded number at once.
+"""Run the snapshot on Spark: one small Spark job per unit of work, a bounded number at once.
 
-A job per segment lets the driver know the moment a segment is copied, so the savepoint
-is written then, and lets it retry one segment when its failure is transient (an
-executor lost, retries exhausted under throttling) without rerunning the others. Each
-job's description names the phase and the segment in the Spark UI.
+A unit is a scan segment of a table copy, or a data file of an S3 export import. A job per
+unit lets the driver know the moment a unit is done, so the savepoint is written then, and
+lets it retry one unit when its failure is transient (an executor lost, retries exhausted
+under throttling) without rerunning the others. Each job's description names the phase and
+the unit in the Spark UI.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import signal
 import threading
 from contextlib import contextmanager
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
-from typing import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Callable, Generic, Iterator, TypeVar
 
 from py4j.protocol import Py4JError
 from pyspark.sql import SparkSession
@@ -23,7 +25,25 @@ from migrator.segment_copy import SegmentOutcome, SegmentTask, copy_segment
 
 log = logging.getLogger(__name__)
 
-SEGMENT_ATTEMPTS = 3
+SEGMENT_ATTEMPTS = 3  # attempts per unit, segment or file
+
+Task = TypeVar("Task")
+Outcome = TypeVar("Outcome")  # has `ok` and `error` (a MigratorError, with `retryable`)
+
+
+@dataclass(frozen=True)
+class UnitJobs(Generic[Task, Outcome]):
+    """How to run one kind of unit as a Spark job.
+
+    `work` runs on an executor and returns an outcome, never raises (its error pickles back
+    intact); `describe` names the job in the Spark UI; `job_failed` is the outcome of a job
+    that Spark itself failed (executor lost, task killed), which is worth retrying.
+    """
+
+    work: Callable[[Task], Outcome]
+    describe: Callable[[Task], str]
+    job_failed: Callable[[Task, str], Outcome]
+    unit: str = "unit"  # "segment", "file": in thread names and log lines
 
 
 def copy_segments(
@@ -33,9 +53,20 @@ def copy_segments(
     on_copied: Callable[[SegmentOutcome], None],
 ) -> None:
     """Copy every segment; call `on_copied` as each finishes; raise the first terminal failure."""
+    run_units(spark, tasks, concurrency, on_copied, SEGMENT_JOBS)
+
+
+def run_units(
+    spark: SparkSession,
+    tasks: list[Any],
+    concurrency: int,
+    on_done: Callable[[Any], None],
+    jobs: UnitJobs,
+) -> None:
+    """Run every unit, `concurrency` at once; call `on_done` as each finishes; raise the first terminal failure."""
     stop = threading.Event()
-    with _plain_ctrl_c(), ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="segment") as pool:
-        futures: list[Future] = [pool.submit(_copy_one, spark, task, stop, on_copied) for task in tasks]
+    with plain_ctrl_c(), ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix=jobs.unit) as pool:
+        futures: list[Future] = [pool.submit(_run_unit, spark, task, stop, on_done, jobs) for task in tasks]
         try:
             done, _ = wait(futures, return_when=FIRST_EXCEPTION)
             failures = [f.exception() for f in done if f.exception() is not None]
@@ -45,12 +76,12 @@ def copy_segments(
             stop.set()
             for future in futures:
                 future.cancel()
-            _cancel_jobs(spark)
+            cancel_jobs(spark)
             raise
 
 
 @contextmanager
-def _plain_ctrl_c() -> Iterator[None]:
+def plain_ctrl_c() -> Iterator[None]:
     """Ctrl+C raises KeyboardInterrupt without calling into the JVM.
 
     PySpark's own SIGINT handler calls cancelAllJobs through py4j first; under spark-submit
@@ -67,7 +98,7 @@ def _plain_ctrl_c() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _cancel_jobs(spark: SparkSession) -> None:
+def cancel_jobs(spark: SparkSession) -> None:
     """Cancel running segment jobs; the JVM may already be gone (Ctrl+C reaches it too)."""
     try:
         spark.sparkContext.cancelAllJobs()
@@ -75,33 +106,38 @@ def _cancel_jobs(spark: SparkSession) -> None:
         log.debug("could not cancel Spark jobs: the JVM is shutting down")
 
 
-def _copy_one(
-    spark: SparkSession, task: SegmentTask, stop: threading.Event, on_copied: Callable[[SegmentOutcome], None]
+def _run_unit(
+    spark: SparkSession, task: Any, stop: threading.Event, on_done: Callable[[Any], None], jobs: UnitJobs
 ) -> None:
     if stop.is_set():
         return
-    sc = spark.sparkContext
-    sc.setJobDescription(
-        f"snapshot {task.source_table} → {task.target_table}: segment {task.segment} of {task.total_segments}"
-    )
+    spark.sparkContext.setJobDescription(jobs.describe(task))
     for attempt in range(1, SEGMENT_ATTEMPTS + 1):
-        outcome = _run_job(spark, task)
+        outcome = _run_job(spark, task, jobs)
         if outcome.ok:
-            on_copied(outcome)
+            on_done(outcome)
             return
         error = outcome.error
         if stop.is_set() or not error.retryable or attempt == SEGMENT_ATTEMPTS:
             raise error
-        log.warning("%s; retrying the segment (attempt %d of %d)", error, attempt + 1, SEGMENT_ATTEMPTS)
+        log.warning("%s; retrying the %s (attempt %d of %d)", error, jobs.unit, attempt + 1, SEGMENT_ATTEMPTS)
 
 
-def _run_job(spark: SparkSession, task: SegmentTask) -> SegmentOutcome:
+def _run_job(spark: SparkSession, task: Any, jobs: UnitJobs) -> Any:
     try:
-        return spark.sparkContext.parallelize([task], 1).map(copy_segment).collect()[0]
+        return spark.sparkContext.parallelize([task], 1).map(jobs.work).collect()[0]
     except Py4JError as exc:  # the Spark job itself failed: executor lost, task killed, cancelled
         cause = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
-        return SegmentOutcome(
-            segment=task.segment,
-            error=SegmentFailed(task.segment, task.total_segments, f"Spark job failed: {cause}", True),
-        )
+        return jobs.job_failed(task, f"Spark job failed: {cause}")
+
+
+def _describe_segment(task: SegmentTask) -> str:
+    return f"snapshot {task.source_table} → {task.target_table}: segment {task.segment} of {task.total_segments}"
+
+
+def _segment_job_failed(task: SegmentTask, cause: str) -> SegmentOutcome:
+    return SegmentOutcome(segment=task.segment, error=SegmentFailed(task.segment, task.total_segments, cause, True))
+
+
+SEGMENT_JOBS = UnitJobs(copy_segment, _describe_segment, _segment_job_failed, unit="segment")
 

@@ -8,11 +8,17 @@ format", https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/S3Data
   the files manifest. Incremental exports add `exportType: INCREMENTAL_EXPORT`,
   `exportFromTime` and `exportToTime` (the window, start inclusive, end exclusive) and
   `outputView`, and carry no `exportTime`; full exports carry `exportTime`, the instant the
-  data reflects, and older ones no `exportType`.
+  data reflects, and older ones no `exportType`. An import does not need the time: a full
+  export's summary without `exportTime` is accepted, and `reflects_time` falls back to
+  `startTime` (as ScyllaDB Migrator does when chaining a stream after an export), else None.
 - `manifest-files.json`, JSON lines, one per data file: `dataFileS3Key`, `itemCount`,
   `md5Checksum` (the base64 of the object's binary MD5 digest, like S3's Content-MD5) and
   `etag` (S3's ETag, which is not an MD5 for multipart or KMS-encrypted objects, so it is
   kept but not checked).
+
+Both manifests name files by their full key in the bucket the export wrote to. `ExportLayout`
+finds them where the summary actually is, so an export copied to another prefix or bucket
+(with `aws s3 sync`, say) is read from its copy.
 
 Parsing checks what the rest of the import relies on and names the field when it is wrong.
 """
@@ -75,9 +81,15 @@ class ExportSummary:
         return self.export_type == INCREMENTAL_EXPORT
 
     @property
-    def reflects_time(self) -> datetime:
-        """The instant the table's state in this export is as of (for an incremental export, just before it)."""
-        return self.export_to_time if self.is_incremental else self.export_time
+    def reflects_time(self) -> datetime | None:
+        """The instant the table's state in this export is as of (for an incremental export, just before it).
+
+        A full export without exportTime (very old summaries) falls back to startTime, the
+        moment the export began; None when the summary has neither.
+        """
+        if self.is_incremental:
+            return self.export_to_time
+        return self.export_time or self.start_time
 
 
 @dataclass(frozen=True)
@@ -158,6 +170,40 @@ def check_item_counts(summary: ExportSummary, files: Iterable[DataFile], file_ke
         )
 
 
+@dataclass(frozen=True)
+class ExportLayout:
+    """Where an export's files are: the keys its manifests name, moved to the folder the summary is in.
+
+    An export writes everything under one folder, `<prefix>/AWSDynamoDB/<export id>/`, and its
+    manifests name files by their full key there. When the summary was read from another folder
+    (the export was copied elsewhere), every key under the folder the manifests name is read
+    from the same place under the summary's folder; keys outside it are read as written.
+    """
+
+    summary_key: str
+    written_folder: str  # the folder the manifests name, from manifestFilesS3Key
+
+    @classmethod
+    def of(cls, summary_key: str, summary: ExportSummary) -> "ExportLayout":
+        return cls(summary_key, _folder(summary.manifest_files_s3_key))
+
+    @property
+    def folder(self) -> str:
+        return _folder(self.summary_key)
+
+    def locate(self, key: str) -> str:
+        """The key to read for a key the manifests name."""
+        if self.written_folder and key.startswith(self.written_folder):
+            return self.folder + key[len(self.written_folder):]
+        return key
+
+
+def _folder(key: str) -> str:
+    """"a/b/c.json" → "a/b/"; a key without a folder → ""."""
+    head, slash, _ = key.rpartition("/")
+    return head + slash
+
+
 def _data_file(line: str, file_key: str, where: str) -> DataFile:
     document = _json_object(line, file_key, where)
     key = _required_string(document, "dataFileS3Key", file_key, where)
@@ -175,7 +221,7 @@ def _data_file(line: str, file_key: str, where: str) -> DataFile:
 
 
 def _check_times(summary: ExportSummary, file_key: str) -> None:
-    """Each export type carries the times that say which table state it holds."""
+    """An incremental export's summary must give its window; a full export's exportTime is optional."""
     if summary.is_incremental:
         if summary.export_from_time is None or summary.export_to_time is None:
             raise ExportManifestError(
@@ -184,10 +230,6 @@ def _check_times(summary: ExportSummary, file_key: str) -> None:
             )
         if summary.export_from_time >= summary.export_to_time:
             raise ExportManifestError(file_key, "exportFromTime is not before exportToTime")
-    elif summary.export_time is None:
-        raise ExportManifestError(
-            file_key, "a full export's summary gives the instant its data reflects in exportTime; this one has none"
-        )
 
 
 def _json_object(text: str | bytes, file_key: str, where: str) -> Mapping[str, Any]:

@@ -27,6 +27,7 @@ from migrator.export.manifest import (
     INCREMENTAL_EXPORT,
     ION,
     DataFile,
+    ExportLayout,
     check_item_counts,
     parse_data_files,
     parse_summary,
@@ -132,9 +133,14 @@ def test_an_incremental_summary_without_export_time_parses_with_its_window():
     assert (summary.output_format, summary.output_view) == (ION, "NEW_AND_OLD_IMAGES")
 
 
-def test_a_full_export_summary_without_export_time_is_refused():
-    error = manifest_error(parse_summary, summary_text(FULL_SUMMARY, exportTime=...))
-    assert "exportTime" in error.reason and "full export" in error.reason
+def test_a_full_export_summary_without_export_time_parses_and_falls_back_to_start_time():
+    """An import does not need the time; chaining a stream after it would use startTime instead."""
+    summary = parse_summary(summary_text(FULL_SUMMARY, exportTime=...), SUMMARY_KEY)
+    assert summary.export_time is None
+    assert summary.reflects_time == summary.start_time == datetime(2020, 11, 4, 7, 28, 34, 28000, tzinfo=timezone.utc)
+
+    neither = parse_summary(summary_text(FULL_SUMMARY, exportTime=..., startTime=...), SUMMARY_KEY)
+    assert neither.reflects_time is None
 
 
 @pytest.mark.parametrize(("changes", "reason"), [
@@ -238,6 +244,38 @@ def test_item_counts_must_add_up_to_the_summarys():
     assert "hold 5 items in all" in caught.value.reason and "says 8" in caught.value.reason
 
 
+# ---- where the files are ----
+
+
+def test_keys_are_read_as_written_when_the_summary_is_where_the_export_wrote_it():
+    summary_key = "2023-Sep/AWSDynamoDB/01695097218000-d6299cbd/manifest-summary.json"
+    summary = parse_summary(summary_text(INCREMENTAL_SUMMARY), summary_key)
+    layout = ExportLayout.of(summary_key, summary)
+    key = "2023-Sep/AWSDynamoDB/01695097218000-d6299cbd/data/abc.ion.gz"
+    assert layout.locate(summary.manifest_files_s3_key) == summary.manifest_files_s3_key
+    assert layout.locate(key) == key
+
+
+def test_keys_of_a_copied_export_are_read_beside_the_summary():
+    """`aws s3 sync` to another prefix keeps the manifests' keys: they are moved to the summary's folder."""
+    summary = parse_summary(summary_text(INCREMENTAL_SUMMARY), SUMMARY_KEY)
+    layout = ExportLayout.of("copies/2023/AWSDynamoDB/01695097218000-d6299cbd/manifest-summary.json", summary)
+    assert layout.folder == "copies/2023/AWSDynamoDB/01695097218000-d6299cbd/"
+    assert layout.locate(summary.manifest_files_s3_key) == (
+        "copies/2023/AWSDynamoDB/01695097218000-d6299cbd/manifest-files.json"
+    )
+    assert layout.locate("2023-Sep/AWSDynamoDB/01695097218000-d6299cbd/data/abc.ion.gz") == (
+        "copies/2023/AWSDynamoDB/01695097218000-d6299cbd/data/abc.ion.gz"
+    )
+    assert layout.locate("elsewhere/data/x.ion.gz") == "elsewhere/data/x.ion.gz"  # not under the folder: as written
+
+
+def test_a_summary_at_the_bucket_root_and_keys_without_folders():
+    summary = parse_summary(summary_text(FULL_SUMMARY, manifestFilesS3Key="manifest-files.json"), SUMMARY_KEY)
+    layout = ExportLayout.of("manifest-summary.json", summary)
+    assert layout.folder == "" and layout.locate("manifest-files.json") == "manifest-files.json"
+
+
 def test_manifest_error_is_bad_input_and_pickles_back_from_an_executor():
     error = ExportManifestError(FILES_KEY, "line 2 lacks itemCount")
     copy = pickle.loads(pickle.dumps(error))
@@ -249,7 +287,7 @@ def test_export_modules_import_neither_spark_nor_aws_clients():
     probe = (
         "import sys\n"
         "import migrator.export.manifest, migrator.export.decode, migrator.export.incremental\n"
-        "import migrator.export.ion_text, migrator.export.errors\n"
+        "import migrator.export.ion_text, migrator.export.errors, migrator.export.plan\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in {'pyspark', 'boto3', 'botocore', 'py4j'}))\n"
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT)

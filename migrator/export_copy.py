@@ -1,0 +1,221 @@
+"""Import the data files of a DynamoDB S3 export: the work of Spark tasks, run on executors.
+
+A full export's file is one task (`import_file`): download, check, decode, put every item.
+An incremental export's file is read by one task (`read_changes`) into (key, record) pairs
+that Spark reduces to the newest record per key; then each partition of the reduced pairs is
+one task (`apply_changes`) that puts and deletes.
+
+Each file is first copied to the executor's local disk and its MD5 checked against the
+manifest before any of its items is used, so a damaged object writes nothing. (Reading the
+S3 stream while writes are paced to the target's capacity could also leave the connection
+idle long enough for S3 to drop it.) Items stay in DynamoDB JSON wire form from the file to
+BatchWriteItem. No function here raises: each returns (or yields) an outcome carrying the
+error, because an exception inside a Spark task reaches the driver only as text, while a
+returned error pickles back intact with its class and `retryable` flag.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import BinaryIO, Iterable, Iterator
+
+from migrator import aws
+from migrator.connection import ClientSpec
+from migrator.errors import MigratorError, ResourceNotFound
+from migrator.export.decode import read_incremental_records, read_items, verify_md5
+from migrator.export.errors import ExportFileError, ImportFileFailed
+from migrator.export.incremental import IncrementalRecord
+from migrator.export.manifest import DataFile
+from migrator.items import rename_attributes
+from migrator.ratelimit import CapacityLimiter
+from migrator.source.s3export import download
+from migrator.target.pipeline import PipelinedWriter
+from migrator.target.writer import WriteCounters
+
+log = logging.getLogger(__name__)
+
+# The two kinds of pairs `read_changes` yields, by the first element of their key.
+RECORD = "record"  # (RECORD, canonical JSON of the item's key) → IncrementalRecord
+FILE = "file"  # (FILE, the data file's key) → FileOutcome, the last pair of each file
+
+
+@dataclass(frozen=True)
+class TargetWrites:
+    """Where and how fast one task writes; plain values only."""
+
+    target: ClientSpec
+    table: str
+    renames: tuple[tuple[str, str], ...] = ()
+    write_units_per_second: float | None = None
+    batch_size: int = 25
+    reports_capacity: bool = True
+
+
+@dataclass(frozen=True)
+class FileTask:
+    """One data file to read: where it is, what its manifest line says, and where its items go."""
+
+    s3: ClientSpec
+    bucket: str
+    data_file: DataFile  # data_file_s3_key: the key it is read from
+    output_format: str
+    number: int  # 1-based, in manifest order: "file 3 of 12"
+    total_files: int
+    writes: TargetWrites
+
+    @property
+    def file_key(self) -> str:
+        return self.data_file.data_file_s3_key
+
+
+@dataclass(frozen=True)
+class FileOutcome:
+    """What importing (or reading) one data file did, or the error that stopped it."""
+
+    file_key: str
+    items: int = 0  # lines read
+    written: int = 0
+    retries: int = 0
+    unprocessed_retries: int = 0
+    seconds: float = 0.0
+    error: MigratorError | None = field(default=None)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass(frozen=True)
+class ChangesOutcome:
+    """What one partition of an incremental export's newest records did."""
+
+    puts: int = 0
+    deletes: int = 0
+    retries: int = 0
+    unprocessed_retries: int = 0
+    error: MigratorError | None = field(default=None)
+
+
+def import_file(task: FileTask) -> FileOutcome:
+    """A full export's data file: put every item into the target; returns counts or the error."""
+    started = time.monotonic()
+    items = 0
+    counters = WriteCounters()
+    renames = dict(task.writes.renames)
+    try:
+        with _local_copy(task) as copy, _writer(task.writes) as writer:
+            for item in read_items(task.data_file, copy, task.output_format):
+                writer.put(rename_attributes(item, renames))
+                items += 1
+            counters = writer.close()
+        error = None
+    except MigratorError as exc:
+        error = _file_error(task, exc)
+    except Exception as exc:  # a bug, not a damaged file or an AWS failure: report it whole, do not retry
+        log.exception("importing %s failed unexpectedly", task.file_key)
+        error = ImportFileFailed(task.file_key, task.number, task.total_files, f"{type(exc).__name__}: {exc}", False)
+    return FileOutcome(
+        file_key=task.file_key,
+        items=items,
+        written=counters.items,
+        retries=counters.retries,
+        unprocessed_retries=counters.unprocessed_retries,
+        seconds=time.monotonic() - started,
+        error=error,
+    )
+
+
+def read_changes(task: FileTask) -> Iterator[tuple[tuple[str, str], IncrementalRecord | FileOutcome]]:
+    """An incremental export's data file as ((RECORD, key), record) pairs, then ((FILE, key), outcome).
+
+    The outcome comes last and always, carrying the error when the file could not be read
+    whole, so the driver sees every file's fate before anything is written.
+    """
+    started = time.monotonic()
+    count = 0
+    error = None
+    try:
+        with _local_copy(task) as copy:
+            for record in read_incremental_records(task.data_file, copy, task.output_format):
+                count += 1
+                yield (RECORD, record.key), record
+    except MigratorError as exc:
+        error = _file_error(task, exc)
+    except Exception as exc:
+        log.exception("reading %s failed unexpectedly", task.file_key)
+        error = ImportFileFailed(task.file_key, task.number, task.total_files, f"{type(exc).__name__}: {exc}", False)
+    outcome = FileOutcome(file_key=task.file_key, items=count, seconds=time.monotonic() - started, error=error)
+    yield (FILE, task.file_key), outcome
+
+
+def is_record(pair: tuple[tuple[str, str], object]) -> bool:
+    return pair[0][0] == RECORD
+
+
+def is_file_outcome(pair: tuple[tuple[str, str], object]) -> bool:
+    return pair[0][0] == FILE
+
+
+def apply_changes(writes: TargetWrites, records: Iterable[IncrementalRecord]) -> Iterator[ChangesOutcome]:
+    """Each key's newest record: put its image, or delete the key; yields one outcome for the partition."""
+    renames = dict(writes.renames)
+    puts = deletes = 0
+    counters = WriteCounters()
+    try:
+        with _writer(writes) as writer:
+            for record in records:
+                if record.is_delete:
+                    writer.delete(rename_attributes(record.keys, renames))
+                    deletes += 1
+                else:
+                    writer.put(rename_attributes(record.new_image, renames))
+                    puts += 1
+            counters = writer.close()
+        error = None
+    except MigratorError as exc:
+        error = exc
+    except Exception as exc:
+        log.exception("applying incremental changes failed unexpectedly")
+        error = MigratorError(f"applying an incremental export to {writes.table!r} failed: {type(exc).__name__}: {exc}")
+    yield ChangesOutcome(puts, deletes, counters.retries, counters.unprocessed_retries, error)
+
+
+@contextmanager
+def _local_copy(task: FileTask) -> Iterator[BinaryIO]:
+    """The data file on this executor's disk, its MD5 checked against the manifest line."""
+    with tempfile.TemporaryFile(dir=_scratch_directory(), prefix="export-data-") as copy:
+        try:
+            download(aws.client(task.s3, "s3"), task.bucket, task.file_key, copy)
+        except ResourceNotFound as exc:
+            raise ExportFileError(
+                task.file_key, f"missing: bucket {task.bucket!r} has no such object ({exc.code})"
+            ) from None
+        copy.seek(0)
+        verify_md5(task.data_file, copy)
+        copy.seek(0)
+        yield copy
+
+
+def _scratch_directory() -> str | None:
+    """Spark's local directory on this executor (PySpark sets SPARK_LOCAL_DIRS for its workers), else the system's."""
+    first = os.environ.get("SPARK_LOCAL_DIRS", "").split(",")[0]
+    return first if first and os.path.isdir(first) else None
+
+
+def _writer(writes: TargetWrites) -> PipelinedWriter:
+    return PipelinedWriter(
+        writes.target, writes.table, batch_size=writes.batch_size,
+        limiter=CapacityLimiter(writes.write_units_per_second), report_capacity=writes.reports_capacity,
+    )  # fmt: skip
+
+
+def _file_error(task: FileTask, error: MigratorError) -> MigratorError:
+    """A damaged file's error already names it; any other failure gets the file it happened in."""
+    if isinstance(error, ExportFileError):
+        return error
+    return ImportFileFailed(task.file_key, task.number, task.total_files, str(error), error.retryable)

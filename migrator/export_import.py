@@ -1,0 +1,307 @@
+"""Import a DynamoDB S3 export into the target table: the checks, the plan, and the run on Spark.
+
+`run.migrate` orders the phases as for a table copy: `preflight` reads both manifests,
+checks every data file is in the bucket, finds the table's keys and checks an existing
+target, all before the Spark session starts and anything is written; then the target is
+created when missing and `import_export` runs.
+
+Full export: each data file is one Spark job (`snapshot.run_units`), `concurrency` at once;
+the savepoint lists a file (skipFiles) as soon as it is imported, so a rerun skips it.
+
+Incremental export: each key's newest record across all files wins
+(`migrator.export.incremental`), so files cannot be applied one at a time. One Spark job
+reads every file (a task each), keys the records and reduces them by key; the driver then
+looks at every file's outcome, and only when all were read whole are the puts and deletes
+written, a partition per task. A damaged file therefore writes nothing. The savepoint lists
+the files once all are applied; an interrupted incremental import reads them all again,
+which is safe: writing each key's newest state a second time changes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from py4j.protocol import Py4JError
+from pyspark import StorageLevel
+from pyspark.sql import SparkSession
+
+from migrator import aws
+from migrator.config import MigratorConfig, S3ExportSource
+from migrator.errors import ConfigError, MigratorError, SavepointError
+from migrator.export.errors import ImportFileFailed
+from migrator.export.incremental import newer
+from migrator.export.manifest import DataFile
+from migrator.export.plan import ImportPlan, plan_import
+from migrator.export_copy import (
+    FileOutcome,
+    FileTask,
+    TargetWrites,
+    apply_changes,
+    import_file,
+    is_file_outcome,
+    is_record,
+    read_changes,
+)
+from migrator.export_progress import ImportReporter, ImportSummary
+from migrator.plan import planned_units
+from migrator.savepoints import ImportProgress, SavepointStore, SegmentLedger
+from migrator.snapshot import UnitJobs, cancel_jobs, plain_ctrl_c, run_units
+from migrator.source.s3export import ExportManifests, check_files_present, read_manifests
+from migrator.target import tables
+from migrator.target.tables import TableInfo
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ExportPreflight:
+    """What the checks found, before anything is written."""
+
+    manifests: ExportManifests
+    ttl_attribute: str | None  # the live table's, when streamSource was described
+    target: TableInfo | None
+    create_request: dict
+
+
+def preflight(config: MigratorConfig) -> ExportPreflight:
+    """Read the manifests, check the data files and the target; raises before anything is written."""
+    source: S3ExportSource = config.source
+    s3_spec = source.client_spec("source").for_control_plane()
+    s3 = aws.client(s3_spec, "s3")
+    manifests = read_manifests(s3, source.bucket, source.manifest_key, s3_spec.where)
+    check_files_present(s3, source.bucket, manifests.files)
+    _log_export(source, manifests)
+    exported, ttl = _exported_table(config, manifests)
+    request = tables.creation_request(exported, config.target.table, config.rename_map, config.target.billing_mode)
+    target_spec = config.target.client_spec("target").for_control_plane()
+    target = tables.describe_table(aws.client(target_spec), config.target.table, "target")
+    if target is not None:
+        tables.check_key_schema(request, target)
+        log.info("target table %r exists with matching keys: importing into it as is", config.target.table)
+    return ExportPreflight(manifests=manifests, ttl_attribute=ttl, target=target, create_request=request)
+
+
+def resume_point(
+    saved: ImportProgress | None, configured: list[str], manifests: ExportManifests, savepoint: str
+) -> frozenset[str]:
+    """The data files already imported (savepoint and skipFiles), checked against this export."""
+    done = frozenset(configured) | (saved.done_files if saved else frozenset())
+    keys = {data_file.data_file_s3_key for data_file in manifests.files}
+    unknown = sorted(done - keys)
+    if unknown:
+        raise SavepointError(
+            f"skipFiles (savepoint {savepoint} or the config) lists {len(unknown)} data files that export "
+            f"{manifests.summary.export_arn} does not, e.g. {unknown[0]}: they belong to another export; "
+            "delete the savepoint (and skipFiles) to import this one"
+        )
+    if manifests.summary.is_incremental and done and done != keys:
+        raise SavepointError(
+            f"skipFiles (savepoint {savepoint} or the config) lists {len(done)} of the {len(keys)} data files of "
+            "an incremental export, which is applied whole (the newest record of each key across every file "
+            "wins): delete the savepoint (and skipFiles) to apply it again"
+        )
+    return done
+
+
+def import_export(
+    spark: SparkSession,
+    config: MigratorConfig,
+    checks: ExportPreflight,
+    target: TableInfo,
+    store: SavepointStore,
+    done: frozenset[str],
+) -> ImportSummary:
+    """Import every data file not in `done`; the savepoint records files as they are imported."""
+    source: S3ExportSource = config.source
+    manifests = checks.manifests
+    pending = [(n, f) for n, f in enumerate(manifests.files, start=1) if f.data_file_s3_key not in done]
+    write_units = planned_units(
+        config.target.write_throughput, target.write_capacity, config.target.throughput_write_percent
+    )
+    plan = plan_import(
+        files=len(pending),
+        parallelism=spark.sparkContext.defaultParallelism,
+        max_map_tasks=source.max_map_tasks,
+        write_units=write_units,
+    )
+    log.info("import plan: %s", plan.describe())
+    summary = ImportSummary(
+        source=source.location,
+        target_table=config.target.table,
+        export_type=manifests.summary.export_type,
+        output_format=manifests.summary.output_format,
+        files_total=len(manifests.files),
+        items_total=manifests.summary.item_count,
+        files_resumed=len(done),
+    )
+    if done:
+        log.info("resuming from %s: %d of %d data files already imported", store.path, len(done), len(manifests.files))
+    ledger = SegmentLedger(store, ImportProgress(source.table, config.target.table, done))
+    ledger.start()
+    tasks = [_file_task(config, manifests, data_file, number, plan) for number, data_file in pending]
+    if tasks and manifests.summary.is_incremental:
+        _apply_incremental(spark, tasks, plan, summary, ledger)
+    elif tasks:
+        reporter = ImportReporter(summary, sum(task.data_file.item_count for task in tasks))
+
+        def on_imported(outcome: FileOutcome) -> None:
+            ledger.record(outcome.file_key)
+            reporter.record(outcome)
+
+        run_units(spark, tasks, plan.concurrency, on_imported, FILE_JOBS)
+    summary.finished = time.monotonic()
+    return summary
+
+
+def _apply_incremental(
+    spark: SparkSession, tasks: list[FileTask], plan: ImportPlan, summary: ImportSummary, ledger: SegmentLedger
+) -> None:
+    """Read every file, reduce to the newest record per key, and write only if every file was read whole."""
+    sc = spark.sparkContext
+    name = f"import {summary.source} → {summary.target_table}"
+    newest = (
+        sc.parallelize(tasks, len(tasks))  # one task per file
+        .flatMap(read_changes)
+        .reduceByKey(newer, plan.concurrency)  # file outcomes have distinct keys: never reduced
+        .persist(StorageLevel.MEMORY_AND_DISK)  # read once, by both jobs below
+    )
+    try:
+        with plain_ctrl_c():
+            sc.setJobDescription(f"{name}: read {len(tasks)} incremental data files")
+            outcomes = newest.filter(is_file_outcome).values().collect()
+            _raise_first_failure(tasks, outcomes)
+            summary.items_read = sum(outcome.items for outcome in outcomes)
+            summary.files_imported = len(outcomes)
+            log.info("import: %d records read from %d files; writing the newest of each key", summary.items_read, len(tasks))
+            sc.setJobDescription(f"{name}: write the newest record of each key")
+            writes = partial(apply_changes, tasks[0].writes)
+            results = newest.filter(is_record).values().mapPartitions(writes).collect()
+    except Py4JError as exc:  # the Spark job itself failed (executor lost, out of memory): nothing is recorded
+        cause = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+        raise MigratorError(f"{name}: Spark job failed: {cause}; rerun to apply the export again") from None
+    except BaseException:  # a failure or Ctrl+C: stop the read or the writes still running
+        cancel_jobs(spark)
+        raise
+    finally:
+        _unpersist(newest)
+    for result in results:
+        if result.error is not None:
+            raise result.error
+        summary.add_changes(result)
+    ledger.record_all([task.file_key for task in tasks])
+
+
+def _unpersist(rdd: Any) -> None:
+    try:
+        rdd.unpersist()
+    except Py4JError:  # Ctrl+C reached the JVM too: it is shutting down and drops the cache itself
+        log.debug("could not unpersist the incremental records: the JVM is shutting down")
+
+
+def _raise_first_failure(tasks: list[FileTask], outcomes: list[FileOutcome]) -> None:
+    """The first file (in manifest order) that could not be read whole stops the import, before any write."""
+    by_key = {outcome.file_key: outcome for outcome in outcomes}
+    for task in tasks:
+        outcome = by_key.get(task.file_key)
+        if outcome is None:  # cannot happen unless Spark lost a pair: never treat the file as read
+            raise ImportFileFailed(task.file_key, task.number, task.total_files, "no outcome came back from Spark", True)
+        if outcome.error is not None:
+            raise outcome.error
+
+
+def _file_task(
+    config: MigratorConfig, manifests: ExportManifests, data_file: DataFile, number: int, plan: ImportPlan
+) -> FileTask:
+    source: S3ExportSource = config.source
+    return FileTask(
+        s3=source.client_spec("source"),
+        bucket=source.bucket,
+        data_file=data_file,
+        output_format=manifests.summary.output_format,
+        number=number,
+        total_files=len(manifests.files),
+        writes=TargetWrites(
+            target=config.target.client_spec("target"),
+            table=config.target.table,
+            renames=tuple(config.rename_map.items()),
+            write_units_per_second=plan.write_units_per_task,
+            batch_size=config.target.batch_size,
+            reports_capacity=not config.target.strips_consumed_capacity,
+        ),
+    )
+
+
+def _describe_file(task: FileTask) -> str:
+    return f"import → {task.writes.table}: data file {task.number} of {task.total_files} ({task.file_key})"
+
+
+def _file_job_failed(task: FileTask, cause: str) -> FileOutcome:
+    return FileOutcome(
+        file_key=task.file_key, error=ImportFileFailed(task.file_key, task.number, task.total_files, cause, True)
+    )
+
+
+FILE_JOBS = UnitJobs(import_file, _describe_file, _file_job_failed, unit="file")
+
+
+# ---- the exported table's keys ----
+
+
+def _exported_table(config: MigratorConfig, manifests: ExportManifests) -> tuple[TableInfo, str | None]:
+    """The table the target is made like, and its TTL attribute: from tableDescription, else the live table."""
+    source: S3ExportSource = config.source
+    exported_name = manifests.summary.table_arn.rpartition("/")[2] or source.table
+    if source.table_description is not None:
+        return _table_info(source.table_description.as_described(exported_name)), None
+    live = source.stream_source
+    spec = live.client_spec("source").for_control_plane()
+    client = aws.client(spec)
+    described = tables.describe_table(client, live.table, "source")
+    if described is None:
+        raise ConfigError(
+            "source.streamSource.table",
+            f"table {live.table!r} does not exist at {spec.where}: streamSource names the live table the "
+            f"export was taken from ({manifests.summary.table_arn}), whose keys and indexes the target gets; "
+            "or give source.tableDescription instead",
+        )
+    if live.table != exported_name:
+        log.warning(
+            "source.streamSource.table is %r but the export is of table %r (%s): the target gets %r's keys "
+            "and indexes", live.table, exported_name, manifests.summary.table_arn, live.table,
+        )  # fmt: skip
+    return described, tables.ttl_attribute(client, live.table)
+
+
+def _table_info(described: dict[str, Any]) -> TableInfo:
+    """TableInfo for a table known only from its description (nothing to size or count)."""
+    throughput = described.get("ProvisionedThroughput") or {}
+    return TableInfo(
+        name=described["TableName"],
+        key_schema=tuple((k["AttributeName"], k["KeyType"]) for k in described["KeySchema"]),
+        attribute_types={a["AttributeName"]: a["AttributeType"] for a in described["AttributeDefinitions"]},
+        billing_mode=described["BillingModeSummary"]["BillingMode"],
+        read_capacity=int(throughput.get("ReadCapacityUnits") or 0),
+        write_capacity=int(throughput.get("WriteCapacityUnits") or 0),
+        size_bytes=0,
+        item_count=0,
+        description=described,
+    )
+
+
+def _log_export(source: S3ExportSource, manifests: ExportManifests) -> None:
+    summary = manifests.summary
+    log.info(
+        "export %s: %s of %s, %s, %d items in %d data files",
+        source.location, summary.export_type, summary.table_arn, summary.output_format,
+        summary.item_count, len(manifests.files),
+    )  # fmt: skip
+    if not summary.is_incremental and summary.export_time is None:
+        fallback = f"startTime {summary.start_time.isoformat()}" if summary.start_time else "nothing"
+        log.warning(
+            "the export's summary has no exportTime, the instant its data reflects (an old export format): "
+            "the import does not need it; the time is taken as %s", fallback,
+        )  # fmt: skip

@@ -1,0 +1,86 @@
+"""PipelinedWriter: every put and delete written once, batches bounded, the first failure raised (a fake client, no network)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from migrator.connection import ClientSpec
+from migrator.errors import WriteFailed
+from migrator.ratelimit import CapacityLimiter
+from migrator.target import pipeline
+from migrator.target.pipeline import PipelinedWriter
+
+
+class FakeTable:
+    """BatchWriteItem against a dict; optionally leaves every request unprocessed."""
+
+    def __init__(self, refuse: bool = False):
+        self.items: dict[str, dict] = {}
+        self.calls = 0
+        self.largest_batch = 0
+        self.refuse = refuse
+        self._lock = threading.Lock()
+
+    def batch_write_item(self, RequestItems, **_):
+        (table, requests), = RequestItems.items()
+        with self._lock:
+            self.calls += 1
+            self.largest_batch = max(self.largest_batch, len(requests))
+            if self.refuse:
+                return {"UnprocessedItems": {table: requests}}
+            for request in requests:
+                if "PutRequest" in request:
+                    item = request["PutRequest"]["Item"]
+                    self.items[item["pk"]["S"]] = item
+                else:
+                    self.items.pop(request["DeleteRequest"]["Key"]["pk"]["S"], None)
+        return {}
+
+
+@pytest.fixture
+def table(monkeypatch) -> FakeTable:
+    fake = FakeTable()
+    monkeypatch.setattr(pipeline, "wire_client", lambda spec: fake)
+    return fake
+
+
+def writer(batch_size: int = 25) -> PipelinedWriter:
+    return PipelinedWriter(
+        ClientSpec("target"), "t", batch_size=batch_size, limiter=CapacityLimiter(None), report_capacity=False
+    )
+
+
+def test_every_put_and_delete_is_written_and_counted(table):
+    with writer(batch_size=7) as w:
+        for n in range(100):
+            w.put({"pk": {"S": f"k{n}"}, "n": {"N": str(n)}})
+        counters = w.close()
+    with writer(batch_size=7) as w:
+        for n in range(0, 100, 2):
+            w.delete({"pk": {"S": f"k{n}"}})
+
+    assert sorted(table.items) == sorted(f"k{n}" for n in range(1, 100, 2))
+    assert counters.items == 100 and counters.requests == 15  # ceil(100 / 7) batches
+    assert table.largest_batch == 7
+
+
+def test_items_that_stay_unprocessed_raise_the_write_failure(monkeypatch):
+    refusing = FakeTable(refuse=True)
+    monkeypatch.setattr(pipeline, "wire_client", lambda spec: refusing)
+    monkeypatch.setattr("migrator.target.writer.UNPROCESSED_ATTEMPTS", 2)
+    monkeypatch.setattr("migrator.target.writer.wait_random_exponential", lambda **_: lambda state: 0)
+
+    with pytest.raises(WriteFailed):
+        with writer() as w:
+            w.put({"pk": {"S": "a"}})
+
+
+def test_a_failure_upstream_stops_without_writing_the_buffer(table):
+    with pytest.raises(RuntimeError):
+        with writer(batch_size=10) as w:
+            w.put({"pk": {"S": "buffered"}})
+            raise RuntimeError("the file turned out damaged")
+
+    assert table.items == {}
