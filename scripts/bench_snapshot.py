@@ -62,6 +62,7 @@ from faultproxy import FaultProxy  # noqa: E402
 from sample_data import create_sample_table, make_item, seed  # noqa: E402
 
 from migrator.items import item_size_bytes  # noqa: E402
+from migrator.spark import LOCAL_DRIVER_JAVA_OPTIONS  # noqa: E402
 
 REGION, ACCESS_KEY, SECRET_KEY = "us-east-1", "bench-access-key", "bench-secret-key"
 MASTER = "local[2]"
@@ -234,7 +235,9 @@ def copy_migrator(client, emulator_url: str, source: Source, segments: int | Non
 
 def spark_submit(config: Path) -> list[str]:
     log4j = f"-Dlog4j2.configurationFile={REPO / 'conf' / 'log4j2.properties'}"  # Spark's own logging at WARN
-    return [str(Path(sys.executable).parent / "spark-submit"), "--master", MASTER, "--driver-java-options", log4j,
+    # The launch the README recommends for local mode (see migrator.spark.LOCAL_DRIVER_JAVA_OPTIONS).
+    java_options = f"{log4j} {LOCAL_DRIVER_JAVA_OPTIONS}"
+    return [str(Path(sys.executable).parent / "spark-submit"), "--master", MASTER, "--driver-java-options", java_options,
             str(REPO / "jobs" / "migrate.py"), "--config", str(config)]
 
 

@@ -90,6 +90,8 @@ from faultproxy import FaultProxy  # noqa: E402
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 from sample_data import create_sample_table, make_item, seed  # noqa: E402
 
+from migrator.spark import LOCAL_DRIVER_JAVA_OPTIONS  # noqa: E402
+
 REGION, ACCESS_KEY, SECRET_KEY = "us-east-1", "bench-access-key", "bench-secret-key"
 MASTER = "local[2]"
 SOURCE, TARGET = "bench_stream_source", "bench_stream_target"
@@ -347,7 +349,8 @@ class Job:
     def start(self, config: Path) -> list[str]:
         log4j = f"-Dlog4j2.configurationFile={REPO / 'conf' / 'log4j2.properties'}"  # Spark's own logging at WARN
         command = [str(Path(sys.executable).parent / "spark-submit"), "--master", MASTER, "--driver-java-options",
-                   log4j, str(REPO / "jobs" / "migrate.py"), "--config", str(config), *JOB_EXTRA_ARGS]
+                   f"{log4j} {LOCAL_DRIVER_JAVA_OPTIONS}", str(REPO / "jobs" / "migrate.py"), "--config", str(config),
+                   *JOB_EXTRA_ARGS]
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
                "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
         with open(self.log_path, "wb") as log:

@@ -23,6 +23,8 @@ import boto3
 from emulator import EmulatorProcess
 from sample_data import create_sample_table, make_item, make_items, seed
 
+from migrator.spark import LOCAL_DRIVER_JAVA_OPTIONS
+
 REPO = Path(__file__).resolve().parent.parent
 SOURCE, TARGET = "demo_orders", "demo_orders_copy"
 CONVERGE_TIMEOUT_SECONDS = 300
@@ -59,7 +61,7 @@ def start_job(endpoint_url: str, workdir: str) -> subprocess.Popen:
     command = [
         "spark-submit",
         "--master", "local[*]",
-        "--driver-java-options", f"-Dlog4j2.configurationFile={REPO / 'conf' / 'log4j2.properties'}",
+        "--driver-java-options", f"-Dlog4j2.configurationFile={REPO / 'conf' / 'log4j2.properties'} {LOCAL_DRIVER_JAVA_OPTIONS}",
         "jobs/migrate.py", "--config", "conf/demo.yaml",
     ]  # fmt: skip
     print(f"demo: EMULATOR_PORT={port} {' '.join(command)}", flush=True)
