@@ -41,8 +41,8 @@ HEALTH_PATH = "/moto-api/config"  # cheap, side-effect free, never counted as an
 LISTEN_BACKLOG = 1024  # werkzeug's default of 128 drops connects under executor bursts
 
 # Extension modules installed (in this order) before the server starts.
-# Example of a future entry: "emulator_kinesis_destination".
-EXTENSIONS: tuple[str, ...] = ("moto_table_lock",)  # see scripts/moto_table_lock.py
+# Each is a documented module in scripts/; the table lock comes last so it encloses the others.
+EXTENSIONS: tuple[str, ...] = ("moto_kinesis_destination", "moto_kinesis_resharding", "moto_table_lock")
 
 # --auth lets exactly this many AWS actions through unauthenticated: the
 # three IAM calls made by create_admin_keys(). Everything after is checked.
