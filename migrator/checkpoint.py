@@ -37,7 +37,9 @@ HEARTBEAT_FILE = "migrator-heartbeat.json"
 
 
 def app_name(config: MigratorConfig) -> str:
-    return config.app_name or f"migrator_{config.source.table}"
+    """`appName`, else migrator_<the table whose stream is read>: the source table, or an export's streamSource."""
+    live = config.live_source
+    return config.app_name or f"migrator_{live.table if live is not None else config.source.table}"
 
 
 def location(config: MigratorConfig) -> str:

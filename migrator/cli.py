@@ -13,7 +13,7 @@ import sys
 from migrator import __version__
 from migrator.config import load_config
 from migrator.errors import MigratorError
-from migrator.spark import create_session
+from migrator.spark import create_session, leave_ctrl_c_to_the_driver
 
 log = logging.getLogger("migrator")
 
@@ -30,7 +30,9 @@ def main(argv: list[str] | None = None) -> int:
         from migrator import run  # imported late: a bad config must not wait for pyspark's import
 
         def spark_factory():
-            return create_session(f"dynamodb-migrator {loaded.config.source.table} → {loaded.config.target.table}")
+            session = create_session(f"dynamodb-migrator {loaded.config.source.table} → {loaded.config.target.table}")
+            leave_ctrl_c_to_the_driver(session)  # Ctrl+C: the driver stops, reports and exits 130
+            return session
 
         summary = run.migrate(loaded, spark_factory)
     except MigratorError as exc:
@@ -38,7 +40,8 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         print(
-            "interrupted: copied segments are saved in the savepoint; rerun the same command to resume",
+            "interrupted: copied segments are saved in the savepoint; rerun the same command to resume "
+            "(an S3 export being written is not resumed: delete its unfinished folder, named above, first)",
             file=sys.stderr,
             flush=True,
         )

@@ -10,14 +10,17 @@ error names the key path. camelCase exists only here: fields are snake_case.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import os
 import re
 from dataclasses import dataclass, field, replace
+from datetime import date, datetime, timedelta, timezone
 from pathlib import PurePosixPath
 from typing import Annotated, Any, Literal, Union
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -40,6 +43,14 @@ SOURCE_TYPES = (*DYNAMODB_TYPES, S3_EXPORT_TYPE)
 FILES_MANIFEST_NAME = "manifest-files.json"
 MAX_BATCH_DYNAMODB = 25  # BatchWriteItem limit on AWS
 MAX_BATCH_ALTERNATOR = 100  # Alternator accepts larger batches
+# EnableKinesisStreamingDestination takes a full stream ARN, never a bare name; the stream
+# name is 1 to 128 of [a-zA-Z0-9_.-] (Kinesis API reference, CreateStream).
+KINESIS_STREAM_ARN = re.compile(
+    r"^arn:(?P<partition>aws|aws-cn|aws-us-gov):kinesis:(?P<region>[a-z0-9-]+):(?P<account>\d{12})"
+    r":stream/(?P<name>[a-zA-Z0-9_.\-]{1,128})$"
+)
+# A later initialTimestamp is almost always a typo or a skewed clock (seed 000).
+MAX_INITIAL_TIMESTAMP_AHEAD = timedelta(minutes=5)
 
 # Keys ScyllaDB Migrator accepts that change nothing here: (section, key) -> why.
 COMPAT_ONLY_KEYS: dict[tuple[str, str], str] = {
@@ -224,12 +235,134 @@ class DynamoSource(_Endpointed):
     enable_stream: bool = True
 
 
+def _utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _utc_instant(value: Any) -> datetime:
+    """An ISO-8601 instant with its zone, in UTC. YAML hands over `2026-04-13T08:00:00Z` as a datetime already."""
+    example = "2026-04-13T08:00:00Z"
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise ValueError(f"{value!r} is not an ISO-8601 instant; write it like {example}") from None
+    if isinstance(value, date) and not isinstance(value, datetime):
+        raise ValueError(f"{value.isoformat()} is a date, not an instant; write it like {value.isoformat()}T00:00:00Z")
+    if not isinstance(value, datetime):
+        raise ValueError(f"{value!r} is not an ISO-8601 instant; write it like {example}")
+    if value.utcoffset() is None:
+        raise ValueError(
+            f"{value.isoformat()} has no time zone, so it names no single instant: add Z for UTC "
+            "or an offset such as +02:00"
+        )
+    return value.astimezone(timezone.utc)
+
+
+class KinesisStreamChanges(_Model):
+    """`target.streamChanges: {type: kinesis}`: replicate from the Kinesis data stream the source table streams to.
+
+    The user creates the stream (its retention, up to a year, lets a snapshot take days); the
+    migrator enables the table's Kinesis streaming destination to it and replays from
+    `initialTimestamp` (AT_TIMESTAMP). Rules that need the source block (the ARN's region,
+    appName given twice) are checked by `MigratorConfig`.
+    """
+
+    type: Literal["kinesis", "kinesis-data-streams"]
+    stream_arn: str
+    # Where the replay starts; by default the export's time, or the driver's clock once the
+    # destination is ACTIVE. Always in UTC here.
+    initial_timestamp: datetime | None = None
+    # Names the checkpoint; see `default_app_name` and `MigratorConfig.kinesis_app_name`.
+    app_name: str | None = Field(default=None, min_length=3, max_length=255, pattern=r"^[a-zA-Z0-9_.\-]+$")
+
+    @field_validator("stream_arn")
+    @classmethod
+    def _a_full_stream_arn(cls, arn: str) -> str:
+        if KINESIS_STREAM_ARN.match(arn):
+            return arn
+        if ":" not in arn and "/" not in arn:
+            raise ValueError(
+                f"{arn!r} is a stream name, not its ARN: EnableKinesisStreamingDestination accepts only the "
+                f"full ARN, arn:aws:kinesis:<region>:<12-digit account>:stream/{arn}"
+            )
+        raise ValueError(
+            f"{arn!r} is not a Kinesis stream ARN: it must read "
+            "arn:<aws|aws-cn|aws-us-gov>:kinesis:<region>:<12-digit account>:stream/<name>"
+        )
+
+    @field_validator("initial_timestamp", mode="before")
+    @classmethod
+    def _an_instant_not_in_the_future(cls, value: Any) -> datetime | None:
+        if value is None:
+            return None
+        instant = _utc_instant(value)
+        now = _utc_now()
+        if instant - now > MAX_INITIAL_TIMESTAMP_AHEAD:
+            raise ValueError(
+                f"{instant.isoformat()} is more than 5 minutes in the future (this machine's clock reads "
+                f"{now.replace(microsecond=0).isoformat()}): a replay cannot start later than now; correct the "
+                "value, or this machine's clock"
+            )
+        return instant
+
+    @property
+    def region(self) -> str:
+        return KINESIS_STREAM_ARN.match(self.stream_arn)["region"]
+
+    @property
+    def stream_name(self) -> str:
+        return KINESIS_STREAM_ARN.match(self.stream_arn)["name"]
+
+    def default_app_name(self, table: str) -> str:
+        """migrator_<table>_<first 8 hex digits of the ARN's SHA-256>: one name per table and stream.
+
+        Two migrators fanning one table out to two streams get two names, so neither reads the
+        other's checkpoint; a stable hash (not Python's `hash`) keeps the name across runs.
+        """
+        digest = hashlib.sha256(self.stream_arn.encode("utf-8")).hexdigest()[:8]
+        return f"migrator_{table}_{digest}"
+
+
+_BOOLEAN_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "y", "n", "t", "f", "1", "0"})
+
+
+def _stream_changes_shape(value: Any) -> str | None:
+    """Which shape of streamChanges a value is: an object is the Kinesis block, scalars are booleans."""
+    if isinstance(value, (dict, KinesisStreamChanges)):
+        return "kinesis"
+    if isinstance(value, (bool, int)) or (isinstance(value, str) and value.strip().lower() in _BOOLEAN_WORDS):
+        return "bool"  # strings too: ${VAR} references expand to text
+    return None
+
+
+def _as_mapping(block: KinesisStreamChanges) -> dict[str, Any]:
+    return block.model_dump(by_alias=True, exclude_none=True)
+
+
+# false, true (DynamoDB Streams) or the Kinesis block. The block is validated in full, then kept
+# as a mapping with camelCase keys, as before Kinesis mode ran: read it through
+# `DynamoTarget.kinesis`. Pydantic's tags ("bool", "kinesis") are not YAML keys (`_key_path`).
+_STREAM_CHANGES_TAGS = ("bool", "kinesis")
+StreamChanges = Annotated[
+    Union[
+        Annotated[bool, Tag("bool")],
+        Annotated[KinesisStreamChanges, AfterValidator(_as_mapping), Tag("kinesis")],
+    ],
+    Discriminator(
+        _stream_changes_shape,
+        custom_error_type="stream_changes_shape",
+        custom_error_message="must be false, true (DynamoDB Streams) or {type: kinesis, streamArn: ...}",
+    ),
+]
+
+
 class DynamoTarget(_Endpointed):
     type: Literal["dynamodb", "dynamo", "alternator"]
     write_throughput: int | None = Field(default=None, ge=1)
     throughput_write_percent: float = Field(default=0.5, ge=0.1, le=1.5)
     billing_mode: Literal["PROVISIONED", "PAY_PER_REQUEST"] | None = None
-    stream_changes: bool | dict[str, Any] = False
+    stream_changes: StreamChanges = False
     skip_initial_snapshot_transfer: bool = False
     # Replication: leave out deletions made by DynamoDB's Time to Live process, and a global
     # table's writes replicated from other regions (each region's migrator applies its own).
@@ -242,6 +375,13 @@ class DynamoTarget(_Endpointed):
         if self.max_items_per_batch:
             return self.max_items_per_batch
         return MAX_BATCH_DYNAMODB
+
+    @property
+    def kinesis(self) -> KinesisStreamChanges | None:
+        """streamChanges as the Kinesis block it was validated as, or None for false and true."""
+        if isinstance(self.stream_changes, bool):
+            return None
+        return KinesisStreamChanges.model_validate(self.stream_changes)
 
     @model_validator(mode="after")
     def _batch_within_limit(self) -> "DynamoTarget":
@@ -345,9 +485,15 @@ class S3ExportSource(_Connected):
     bucket: str = Field(min_length=1)
     manifest_key: str = Field(min_length=1)
     table_description: TableDescription | None = None
+    # With neither tableDescription nor streamSource, the keys come from the summary's
+    # tableCreationParameters (exports this project writes), else the import is refused.
     # The live table the export was taken from: described for the key schema and indexes
-    # when tableDescription is absent.
+    # when tableDescription is absent, and, with target.streamChanges, whose stream is
+    # replicated after the import (migrator.chaining).
     stream_source: DynamoSource | None = None
+    # With target.streamChanges: go on when the live table's stream cannot hold every change
+    # made since the export's exportTime (those changes are then lost). See migrator.chaining.
+    accept_stream_gap: bool = False
     use_path_style_access: bool | None = None
     max_map_tasks: int | None = Field(default=None, ge=1)
 
@@ -360,16 +506,6 @@ class S3ExportSource(_Connected):
                 "in the same folder"
             )
         return key
-
-    @model_validator(mode="after")
-    def _keys_known(self) -> "S3ExportSource":
-        if self.table_description is None and self.stream_source is None:
-            raise ValueError(
-                "an export does not record which attributes are the table's keys: give "
-                "source.tableDescription ({attributeDefinitions, keySchema}), or source.streamSource "
-                "(a type: dynamodb block naming the live table, described for its keys and indexes)"
-            )
-        return self
 
     @property
     def export_id(self) -> str:
@@ -407,6 +543,86 @@ SourceBlock = Annotated[
 # Tags appear in pydantic's error locations after "source"; they are not keys of the YAML.
 _SOURCE_MODELS: dict[str, type[BaseModel]] = {_TABLE_SOURCE_TAG: DynamoSource, S3_EXPORT_TYPE: S3ExportSource}
 
+S3_SCHEMES = ("s3", "s3a")
+
+
+class S3ExportTarget(_Connected):
+    """A DynamoDB S3 export written from the source table (`type: dynamodb-s3-export`), in AWS's layout.
+
+    `path` is the folder the export goes under (`<path>/AWSDynamoDB/<export id>/`): a local
+    directory (or `file://`) or `s3://bucket/prefix` (`s3a://` too). HDFS is refused when the
+    config loads (`_check_export_target`). region, endpoint and credentials reach S3.
+    """
+
+    type: Literal["dynamodb-s3-export"]
+    path: str = Field(min_length=1)
+    use_path_style_access: bool | None = None
+    # ScyllaDB Migrator's target blocks carry streamChanges: false; anything else is refused
+    # before validation, naming the key.
+    stream_changes: Literal[False] = False
+
+    @field_validator("path")
+    @classmethod
+    def _a_folder_this_version_writes(cls, path: str) -> str:
+        scheme, separator, rest = path.partition("://")
+        if not separator or scheme == "file":
+            return path
+        bucket = rest.partition("/")[0]
+        if "@" in bucket:  # never repeat such a path: it holds a secret
+            raise ValueError(
+                "the path holds credentials (user:secret@host): put them in target.credentials "
+                "and write s3://bucket/prefix"
+            )
+        if scheme not in S3_SCHEMES:
+            raise ValueError(
+                f"{path!r}: {scheme}:// is not a place this version writes exports to; use a local "
+                "directory, file:///..., or s3://bucket/prefix"
+            )
+        if not bucket:
+            raise ValueError(f"{path!r} names no bucket: write s3://bucket/prefix")
+        return path
+
+    @property
+    def is_s3(self) -> bool:
+        return self.path.partition("://")[0] in S3_SCHEMES and "://" in self.path
+
+    @property
+    def bucket(self) -> str | None:
+        return self.path.partition("://")[2].partition("/")[0] if self.is_s3 else None
+
+    @property
+    def prefix(self) -> str:
+        """The key prefix in the bucket (no slash at either end), or the local directory as given."""
+        if self.is_s3:
+            return self.path.partition("://")[2].partition("/")[2].strip("/")
+        return self.path.removeprefix("file://")
+
+    @property
+    def table(self) -> str:
+        """Where a target table's name goes (logs, the Spark application's name): the path."""
+        return self.path
+
+    def client_spec(self, label: str) -> ClientSpec:
+        spec = super().client_spec(label)
+        if self.use_path_style_access is None:  # botocore: path-style on custom endpoints, virtual on AWS
+            return spec
+        return replace(spec, s3_addressing_style="path" if self.use_path_style_access else "virtual")
+
+
+def _target_kind(block: Any) -> str:
+    """Which model reads a target block; unknown types go to the table model, which names the valid ones."""
+    kind = block.get("type") if isinstance(block, dict) else getattr(block, "type", None)
+    return S3_EXPORT_TYPE if kind == S3_EXPORT_TYPE else _TABLE_SOURCE_TAG
+
+
+TargetBlock = Annotated[
+    Union[Annotated[DynamoTarget, Tag(_TABLE_SOURCE_TAG)], Annotated[S3ExportTarget, Tag(S3_EXPORT_TYPE)]],
+    Discriminator(_target_kind),
+]
+_TARGET_MODELS: dict[str, type[BaseModel]] = {_TABLE_SOURCE_TAG: DynamoTarget, S3_EXPORT_TYPE: S3ExportTarget}
+# Per block, the union members whose tags pydantic puts in error locations.
+_TAGGED_BLOCKS: dict[str, dict[str, type[BaseModel]]] = {"source": _SOURCE_MODELS, "target": _TARGET_MODELS}
+
 
 class Rename(_Model):
     from_: str = Field(alias="from", min_length=1)
@@ -425,7 +641,7 @@ class Validation(_Model):
 
 class MigratorConfig(_Model):
     source: SourceBlock
-    target: DynamoTarget
+    target: TargetBlock
     renames: list[Rename] = Field(default_factory=list)
     savepoints: Savepoints = Field(default_factory=Savepoints)
     skip_segments: list[Annotated[int, Field(ge=0)]] = Field(default_factory=list)
@@ -503,6 +719,74 @@ class MigratorConfig(_Model):
     @property
     def imports_export(self) -> bool:
         return isinstance(self.source, S3ExportSource)
+
+    @property
+    def writes_export(self) -> bool:
+        return isinstance(self.target, S3ExportTarget)
+
+    @property
+    def live_source(self) -> DynamoSource | None:
+        """The live table whose stream is replicated: the source table, or an export's streamSource."""
+        if isinstance(self.source, S3ExportSource):
+            return self.source.stream_source
+        return self.source
+
+    @property
+    def kinesis(self) -> KinesisStreamChanges | None:
+        """target.streamChanges when it is the Kinesis block, else None."""
+        return self.target.kinesis if isinstance(self.target, DynamoTarget) else None
+
+    @property
+    def kinesis_app_name(self) -> str | None:
+        """Kinesis mode's appName: streamChanges.appName, the top-level appName, else the default.
+
+        The default is migrator_<live table>_<ARN hash> (`KinesisStreamChanges.default_app_name`),
+        so two migrators reading one table through two streams never share a checkpoint.
+        """
+        kinesis = self.kinesis
+        if kinesis is None:
+            return None
+        live = self.live_source
+        return kinesis.app_name or self.app_name or kinesis.default_app_name((live or self.source).table)
+
+    @model_validator(mode="after")
+    def _kinesis_fits_the_source(self) -> "MigratorConfig":
+        kinesis, live = self.kinesis, self.live_source
+        if kinesis is None or live is None:
+            return self
+        block = "source.streamSource" if isinstance(self.source, S3ExportSource) else "source"
+        if live.is_alternator:
+            raise _AtKey(
+                "target.streamChanges",
+                f"{block} is Alternator, which has no Kinesis streaming destination (a DynamoDB feature): "
+                "replicate its changes with streamChanges: true",
+            )
+        # The region the migrator will call, when the config or the environment says it; otherwise
+        # botocore finds one later (a profile), and the destination's enabling checks it.
+        region = live.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+        if region is not None and region != kinesis.region:
+            said_by = f"{block}.region" if live.region else "AWS_REGION"
+            raise _AtKey(
+                "target.streamChanges.streamArn",
+                f"the stream is in region {kinesis.region}, but the source table is in {region} ({said_by}): "
+                "DynamoDB streams a table's changes only to a Kinesis stream in the table's own account and "
+                f"region; create the stream in {region}",
+            )
+        if kinesis.app_name and self.app_name and kinesis.app_name != self.app_name:
+            raise _AtKey(
+                "target.streamChanges.appName",
+                f"{kinesis.app_name!r} differs from the top-level appName {self.app_name!r}: both name this "
+                "migrator's checkpoint; keep one of the two",
+            )
+        return self
+
+
+class _AtKey(ValueError):
+    """A rule across blocks, raised by a model validator, naming the key at fault (pydantic would name none)."""
+
+    def __init__(self, key_path: str, reason: str):
+        super().__init__(reason)
+        self.key_path = key_path
 
 
 @dataclass(frozen=True)
@@ -616,15 +900,43 @@ def _refuse_unsupported(cleaned: dict[str, Any], path: str) -> None:
     source = cleaned.get("source")
     target = cleaned.get("target")
     if isinstance(source, dict) and source.get("type") == S3_EXPORT_TYPE:
-        _refuse_chaining(source, target, path)
+        _refuse_chaining(source, target, cleaned.get("invalidCheckpointBehavior"), path)
     if isinstance(target, dict) and target.get("type") == S3_EXPORT_TYPE:
+        _check_export_target(cleaned, target, path)
+
+
+def _check_export_target(cleaned: dict[str, Any], target: dict[str, Any], path: str) -> None:
+    """Writing an S3 export: what it cannot be combined with, and the places it cannot write to yet."""
+    source = cleaned.get("source")
+    if isinstance(source, dict) and source.get("type") == S3_EXPORT_TYPE:
         raise UnsupportedFeature(
-            "writing a DynamoDB S3 export", "target.type", "write to a table with type: dynamodb or alternator"
+            "writing an S3 export from another S3 export", "target.type",
+            "import the export into a table (target type: dynamodb), then export that table",
+        )  # fmt: skip
+    if target.get("streamChanges") not in (None, False):
+        raise ConfigError(
+            "target.streamChanges",
+            "an S3 export is written once, from a Scan of the source: it cannot receive the source's later "
+            "changes; remove streamChanges (or set it to false), or write to a table (type: dynamodb) to replicate",
+            path,
         )
+    if cleaned.get("skipSegments"):
+        raise ConfigError(
+            "skipSegments",
+            "an S3 export is written whole in one run (a rerun refuses an unfinished export), so no segment "
+            "can be skipped: remove skipSegments",
+            path,
+        )
+    where = target.get("path")
+    if isinstance(where, str) and where.lower().startswith("hdfs://"):
+        raise UnsupportedFeature(
+            "writing an S3 export to HDFS", "target.path",
+            "write it to a local directory or s3://bucket/prefix, then copy it to HDFS (hadoop distcp)",
+        )  # fmt: skip
 
 
-def _refuse_chaining(source: dict[str, Any], target: Any, path: str) -> None:
-    """streamChanges after an S3 export import: needs the live table (a rule), and is not in this version."""
+def _refuse_chaining(source: dict[str, Any], target: Any, on_invalid_checkpoint: Any, path: str) -> None:
+    """streamChanges after an S3 export import (chaining, migrator.chaining): what it needs and refuses."""
     changes = target.get("streamChanges") if isinstance(target, dict) else None
     if changes in (None, False):
         return
@@ -636,12 +948,24 @@ def _refuse_chaining(source: dict[str, Any], target: Any, path: str) -> None:
             "block naming that table), or set target.streamChanges: false to import the export only",
             path,
         )
-    raise UnsupportedFeature(
-        "replicating the live table's changes after importing an S3 export",
-        "target.streamChanges",
-        "set streamChanges: false to import the export; to copy the live table and then replicate its "
-        "changes, use source type: dynamodb with streamChanges: true",
-    )
+    if isinstance(changes, dict):
+        raise UnsupportedFeature(
+            "replicating changes from Kinesis Data Streams",
+            "target.streamChanges",
+            "use streamChanges: true to replicate the live table's DynamoDB stream after the import",
+        )
+    if on_invalid_checkpoint == "restart":
+        # restart means "copy the source again and replicate from the stream's oldest record";
+        # an export cannot be taken again by the migrator, and re-importing the same one would
+        # only widen the gap between its exportTime and the stream's oldest record.
+        raise ConfigError(
+            "invalidCheckpointBehavior",
+            "restart copies the source again, but the source is an S3 export, fixed at its exportTime: "
+            "re-importing it cannot cover the changes the stream has dropped since. Remove the key (error, "
+            "the default, stops and explains); when a checkpoint cannot be honoured, take a new export, or "
+            "copy the live table instead (source type: dynamodb, which restart can copy again)",
+            path,
+        )
 
 
 # ---- turning pydantic's errors into one line a user can act on ----
@@ -649,20 +973,33 @@ def _refuse_chaining(source: dict[str, Any], target: Any, path: str) -> None:
 
 def _to_config_error(exc: ValidationError, path: str) -> ConfigError:
     errors = exc.errors()
-    # An unknown source type explains everything else wrong in the block (keys of another type).
-    wrong_type = [e for e in errors if e["type"] == "literal_error" and _key_path(e["loc"]) == "source.type"]
-    if wrong_type:  # the table model lists only its own types: name every one
-        expected = ", ".join(repr(t) for t in SOURCE_TYPES[:-1]) + f" or {SOURCE_TYPES[-1]!r}"
-        return ConfigError("source.type", f"must be one of {expected} (got {wrong_type[0].get('input')!r})", path)
+    # An unknown source or target type explains everything else wrong in the block (keys of another type).
+    for block in ("source", "target"):
+        wrong_type = [e for e in errors if e["type"] == "literal_error" and _key_path(e["loc"]) == f"{block}.type"]
+        if wrong_type:  # the table model lists only its own types: name every one (sources and targets alike)
+            expected = ", ".join(repr(t) for t in SOURCE_TYPES[:-1]) + f" or {SOURCE_TYPES[-1]!r}"
+            return ConfigError(f"{block}.type", f"must be one of {expected} (got {wrong_type[0].get('input')!r})", path)
     error = _most_useful(errors)
+    cause = (error.get("ctx") or {}).get("error")
+    if isinstance(cause, _AtKey):
+        return ConfigError(cause.key_path, str(cause), path)
     return ConfigError(_key_path(error["loc"]), _reason(error), path)
 
 
 def _without_tags(loc: tuple[Any, ...]) -> tuple[Any, ...]:
-    """The location without the source union's tag (`source.dynamodb-table.table` → `source.table`)."""
-    if len(loc) > 1 and loc[0] == "source" and loc[1] in _SOURCE_MODELS:
+    """The location without union tags (`source.dynamodb-table.table` → `source.table`,
+    `target.dynamodb-table.streamChanges.kinesis.streamArn` → `target.streamChanges.streamArn`)."""
+    loc = _without_stream_changes_tag(loc)
+    if len(loc) > 1 and loc[1] in _TAGGED_BLOCKS.get(loc[0], {}):
         return (loc[0], *loc[2:])
     return loc
+
+
+def _without_stream_changes_tag(loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple(
+        part for index, part in enumerate(loc)
+        if not (index and loc[index - 1] in ("streamChanges", "stream_changes") and part in _STREAM_CHANGES_TAGS)
+    )
 
 
 def _most_useful(errors: list[dict[str, Any]]) -> dict[str, Any]:
@@ -711,11 +1048,11 @@ def _reason(error: dict[str, Any]) -> str:
 
 def _did_you_mean(loc: tuple[Any, ...]) -> str:
     """Suggest the closest known key at the location of an unknown one."""
-    *parents, unknown = [p for p in loc if not isinstance(p, int)]
+    *parents, unknown = [p for p in _without_stream_changes_tag(loc) if not isinstance(p, int)]
     model: Any = MigratorConfig
     for index, part in enumerate(parents):
-        if index == 1 and parents[0] == "source" and part in _SOURCE_MODELS:
-            model = _SOURCE_MODELS[part]  # the union member pydantic chose for the source block
+        if index == 1 and part in _TAGGED_BLOCKS.get(parents[0], {}):
+            model = _TAGGED_BLOCKS[parents[0]][part]  # the union member pydantic chose for the block
             continue
         found = _field_by_key(model, part)
         model = _model_of(found.annotation) if found else None

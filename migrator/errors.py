@@ -11,10 +11,14 @@
     │   ├── TransientAwsError        retryable: throttling, 5xx
     │   └── AwsRequestFailed         any other rejection (validation, limits)
     ├── SourceError
-    │   └── SourceTableNotFound
+    │   ├── SourceTableNotFound
+    │   └── StreamGap                the live table's stream cannot replay every change since an export
     ├── TargetError
     │   ├── TargetSchemaMismatch     existing target has other keys
-    │   └── WriteFailed              items could not be written after retries
+    │   ├── WriteFailed              items could not be written after retries
+    │   ├── ExportPathError          target.path cannot take an S3 export (found before writing)
+    │   │   └── ExportExists         target.path already holds an export, finished or not
+    │   └── ExportUnfinished         writing an S3 export failed part way; says what to delete
     ├── SavepointError               a savepoint cannot be read, written or honoured
     ├── SegmentFailed                a scan segment failed on an executor (wraps the cause)
     └── CheckpointError              a streaming checkpoint cannot be read or honoured
@@ -133,6 +137,24 @@ class SourceTableNotFound(SourceError):
         )
 
 
+class StreamGap(SourceError):
+    """Chaining an S3 export with the live table's stream: the stream cannot replay every change since the export.
+
+    Built by `migrator.chaining`, which says why (`reason`) and what was written so far
+    (`outcome`); the ways out are the same for every reason.
+    """
+
+    def __init__(self, reason: str, outcome: str = "Nothing was written"):
+        self.reason = reason
+        super().__init__(
+            f"{reason}. {outcome}. Ways out: take a new export of the table while its stream is "
+            "enabled (the stream must be older than the export) and import it within 24 hours; or copy the "
+            "live table instead of importing an export (source type: dynamodb with target.streamChanges: "
+            "true); or set source.acceptStreamGap: true to import the export and replicate what the stream "
+            "holds, losing the changes made in that gap"
+        )
+
+
 class TargetError(MigratorError):
     exit_code = 2
 
@@ -160,6 +182,41 @@ class WriteFailed(TargetError):
         )
 
 
+class ExportPathError(TargetError):
+    """target.path cannot take an S3 export: found before anything is written."""
+
+    def __init__(self, where: str, reason: str):
+        self.where = where
+        super().__init__(f"target.path {where}: {reason}")
+
+
+class ExportExists(ExportPathError):
+    """target.path already holds an export (finished or not): never written over."""
+
+    def __init__(self, where: str, folders: list[str], finished: bool):
+        self.folders = folders
+        shown = ", ".join(folders[:3]) + (f" and {len(folders) - 3} more" if len(folders) > 3 else "")
+        state = "an export" if finished else "an unfinished export (a run that stopped before its manifest-summary.json)"
+        super().__init__(
+            where,
+            f"already holds {state} ({shown}); nothing was written: an export is never written over. "
+            f"Set target.path to another folder, or delete {folders[0]} if it is no longer needed",
+        )
+
+
+class ExportUnfinished(TargetError):
+    """Writing an S3 export failed part way: the folder holds data files but no manifest-summary.json."""
+
+    exit_code = 1
+
+    def __init__(self, folder: str, cause: str):
+        self.folder = folder
+        super().__init__(
+            f"writing the S3 export {folder}: {cause}; the export is unfinished (no manifest-summary.json): "
+            f"delete {folder} and run again"
+        )
+
+
 class SavepointError(MigratorError):
     exit_code = 2
 
@@ -180,13 +237,16 @@ class CheckpointError(MigratorError):
 
     exit_code = 2
 
-    def __init__(self, reason: str, location: str | None = None):
+    def __init__(self, reason: str, location: str | None = None, ways_out: str | None = None):
         self.reason = reason
         self.location = location
         where = f"checkpoint {location}: " if location else "checkpoint: "
-        super().__init__(
-            f"{where}{reason}; stopped rather than skip changes. Two ways out: set "
-            "invalidCheckpointBehavior: restart (the checkpoint is dropped, the table copied again "
-            "and replication goes on from there), or delete the checkpoint directory and the "
-            "savepoint yourself and run again"
+        ways_out = ways_out or (
+            "Two ways out: set invalidCheckpointBehavior: restart (the checkpoint is dropped, the table "
+            "copied again and replication goes on from there), or delete the checkpoint directory and "
+            "the savepoint yourself and run again"
         )
+        super().__init__(f"{where}{reason}; {STOPPED_RATHER_THAN_SKIP}. {ways_out}")
+
+
+STOPPED_RATHER_THAN_SKIP = "stopped rather than skip changes"

@@ -252,11 +252,22 @@ FILE_JOBS = UnitJobs(import_file, _describe_file, _file_job_failed, unit="file")
 
 
 def _exported_table(config: MigratorConfig, manifests: ExportManifests) -> tuple[TableInfo, str | None]:
-    """The table the target is made like, and its TTL attribute: from tableDescription, else the live table."""
+    """The table the target is made like, and its TTL attribute: from tableDescription, else the live
+    table, else the summary's tableCreationParameters (exports this project writes)."""
     source: S3ExportSource = config.source
     exported_name = manifests.summary.table_arn.rpartition("/")[2] or source.table
     if source.table_description is not None:
         return _table_info(source.table_description.as_described(exported_name)), None
+    if source.stream_source is None:
+        if manifests.summary.described_table is None:
+            raise ConfigError(
+                "source",
+                "an export does not record which attributes are the table's keys, and the summary of "
+                f"{source.location} has no tableCreationParameters (only dynamodb-migrator's exports add it): "
+                "give source.tableDescription ({attributeDefinitions, keySchema}), or source.streamSource "
+                "(a type: dynamodb block naming the live table, described for its keys and indexes)",
+            )
+        return _table_info({**manifests.summary.described_table, "TableName": exported_name}), None
     live = source.stream_source
     spec = live.client_spec("source").for_control_plane()
     client = aws.client(spec)

@@ -39,6 +39,7 @@ from migrator.errors import CheckpointError, MigratorError, rebuild_error
 from migrator.items import rename_attributes, to_dynamodb_json
 from migrator.metrics import ReplicationMetrics
 from migrator.ratelimit import CapacityLimiter
+from migrator.spark import leave_ctrl_c_to_the_driver
 from migrator.stream.collapse import collapse, drop_filtered, key_repr
 from migrator.stream.dynamodb_streams import StreamInfo, list_shards, read_shard
 from migrator.stream.offsets import ShardPosition, StreamOffset
@@ -100,7 +101,7 @@ class ChangesReader(DataSourceStreamReader):
     def __init__(self, options: dict[str, str]):
         # Credentials are not options (options show in query plans): they come from the config file.
         config = load_config(options["config"]).config
-        self._source = config.source.client_spec("source")
+        self._source = config.live_source.client_spec("source")  # the table whose stream is read
         self._arn = options["streamArn"]
         self._view_type = options["viewType"]
         self._key_names = tuple(json.loads(options["keyNames"]))
@@ -363,13 +364,16 @@ def replicate(
     """Replay the stream into the target until Ctrl+C (or `should_stop`, for notebooks and tests).
 
     A checkpoint that cannot be honoured raises CheckpointError (see migrator.checkpoint).
+    The stream is the live table's (`config.live_source`): the source table of a table copy,
+    or the `streamSource` of an S3 export import; changes are read, and looked up, there.
     """
     config = loaded.config
+    live = config.live_source
     spark.dataSource.register(ChangesDataSource)
     task = ApplyTask(
-        source=config.source.client_spec("source"),
+        source=live.client_spec("source"),
         target=config.target.client_spec("target"),
-        source_table=config.source.table,
+        source_table=live.table,
         target_table=config.target.table,
         renames=tuple(config.rename_map.items()),
         batch_size=config.target.batch_size,
@@ -392,7 +396,7 @@ def replicate(
 
     def apply_batch(batch: DataFrame, batch_id: int) -> None:
         try:
-            spark.sparkContext.setJobDescription(f"replicate {config.source.table} → {config.target.table}: batch {batch_id}")
+            spark.sparkContext.setJobDescription(f"replicate {live.table} → {config.target.table}: batch {batch_id}")
             # A partition per shard, applied where it was read: no shuffle. All the changes of
             # one key in a batch are in one shard: siblings of a split hold disjoint keys, and
             # a child is read only in a batch after the one that finished its parent.
@@ -409,15 +413,15 @@ def replicate(
             # thread, losing the cause. The cause is kept in `failures` and reported below.
             raise RuntimeError(f"batch {batch_id} was not applied: {str(failures[-1])[:300]}") from None
 
-    _leave_ctrl_c_to_the_driver(spark)
+    leave_ctrl_c_to_the_driver(spark)
     query = (
         changes.writeStream.foreachBatch(apply_batch)
         .option("checkpointLocation", checkpoint)
         .trigger(processingTime=TRIGGER_INTERVAL)
-        .queryName(f"replicate {config.source.table}")
+        .queryName(f"replicate {live.table}")
         .start()
     )
-    log.info("replicating changes of %r into %r (checkpoint %s); Ctrl+C stops", config.source.table, config.target.table, checkpoint)
+    log.info("replicating changes of %r into %r (checkpoint %s); Ctrl+C stops", live.table, config.target.table, checkpoint)
     stop_requested = False
     timed_batch = -1
     with _StopOnCtrlC() as ctrl_c:
@@ -481,17 +485,6 @@ class _StopOnCtrlC:
     def __exit__(self, *exc) -> None:
         if self._previous is not None:
             signal.signal(signal.SIGINT, self._previous)
-
-
-def _leave_ctrl_c_to_the_driver(spark: SparkSession) -> None:
-    """Make the JVM ignore SIGINT, so Ctrl+C stops the query through the Python driver.
-
-    Under spark-submit the JVM is the parent process and gets Ctrl+C too: its shutdown
-    hooks would stop Spark under the running batch and make spark-submit exit 130 whatever
-    the driver returns. (Launched from plain Python, PySpark already starts it this way.)
-    """
-    jvm = spark.sparkContext._jvm
-    jvm.sun.misc.Signal.handle(jvm.sun.misc.Signal("INT"), jvm.sun.misc.SignalHandler.SIG_IGN)
 
 
 def _record(summary: ReplicationSummary, metrics: ReplicationMetrics, batch_id: int, outcomes: list[ApplyOutcome]) -> None:

@@ -14,7 +14,7 @@ from typing import Callable
 
 from pyspark.sql import SparkSession
 
-from migrator import aws, checkpoint, export_import
+from migrator import aws, chaining, checkpoint, export_import, export_write
 from migrator.checkpoint import Checkpoint
 from migrator.config import LoadedConfig, MigratorConfig
 from migrator.errors import CheckpointError, SavepointError, SourceTableNotFound, UnsupportedFeature
@@ -49,7 +49,7 @@ class Preflight:
 class MigrationResult:
     """What a run did: the snapshot, the replication, or both."""
 
-    snapshot: SnapshotSummary | ImportSummary | None = None  # a table copy, or an S3 export import
+    snapshot: SnapshotSummary | ImportSummary | None = None  # a table copy or export written, or an S3 export import
     replication: ReplicationSummary | None = None
 
     def render(self) -> str:
@@ -67,7 +67,9 @@ def migrate(
     """
     config = loaded.config
     if config.imports_export:
-        return MigrationResult(snapshot=_import_export(loaded, spark_factory))
+        return _import_export(loaded, spark_factory, should_stop)
+    if config.writes_export:
+        return MigrationResult(snapshot=_write_export(config, spark_factory))
     _refuse_unsupported(config)
     checks = preflight(config)
     store = SavepointStore(config.savepoints.path, loaded.raw, config.source.table, config.target.table)
@@ -117,13 +119,20 @@ def migrate(
             metrics.reinitializations.inc()
 
 
-def _import_export(loaded: LoadedConfig, spark_factory: SparkFactory) -> ImportSummary:
+def _import_export(
+    loaded: LoadedConfig,
+    spark_factory: SparkFactory,
+    should_stop: Callable[[ReplicationSummary], bool] | None = None,
+) -> MigrationResult:
     """An S3 export into the target, in the same order as a table copy: every check first.
 
-    Replicating changes after an import is refused when the config loads (streamChanges
-    with an S3 export source), so this phase is the whole run.
+    With target.streamChanges (chaining, see migrator.chaining), the live table's stream
+    (source.streamSource) is then replicated until Ctrl+C. Whether that stream holds every
+    change since the export is checked before anything is written, and a rerun with a
+    checkpoint resumes replication without importing again (the savepoint lists every file).
     """
     config = loaded.config
+    chained = config.target.stream_changes is True  # a Kinesis object is refused when the config loads
     checks = export_import.preflight(config)
     store = SavepointStore(config.savepoints.path, loaded.raw, config.source.table, config.target.table)
     store.check_writable()
@@ -134,11 +143,39 @@ def _import_export(loaded: LoadedConfig, spark_factory: SparkFactory) -> ImportS
             f"but target table {config.target.table!r} does not exist: skipping them would leave it "
             "incomplete; delete the savepoint (and skipFiles) to import everything again"
         )
+    live = stream = None  # the live table's stream, when chained
+    if chained:
+        checkpoint.check_writable(checkpoint.location(config))
+        live = chaining.find_live_stream(config, checks.manifests)
     spark = spark_factory()
+    saved = Checkpoint(spark, checkpoint.location(config)) if chained else None
+    if saved is not None:
+        chaining.check_resumable(config, live, checks.manifests, saved, done)  # the last check
+        stream = chaining.open_stream(config, live)
     target = checks.target or tables.create_table(
         _control_client(config, "target"), checks.create_request, checks.ttl_attribute
     )
-    return export_import.import_export(spark, config, checks, target, store, done)
+    result = MigrationResult(snapshot=export_import.import_export(spark, config, checks, target, store, done))
+    if saved is None:
+        return result
+    log.info("\n%s", result.snapshot.render())  # the run goes on: show the import's summary now
+    if not saved.exists():  # replication starts from the stream's oldest record: still late enough?
+        chaining.check_gap(config, live, checks.manifests.summary, imported=True)
+    try:
+        result.replication = replicate(spark, loaded, stream, saved.where, should_stop)
+    except CheckpointError as exc:
+        raise chaining.chained_checkpoint_error(exc, saved.where) from None
+    return result
+
+
+def _write_export(config: MigratorConfig, spark_factory: SparkFactory) -> export_write.ExportWriteSummary:
+    """The source table into a new S3 export under target.path: every check first, then a data file per segment.
+
+    streamChanges with this target is refused when the config loads, so this phase is the whole run.
+    """
+    checks = export_write.preflight(config)
+    spark = spark_factory()
+    return export_write.write_export(spark, config, checks)
 
 
 def _stream(config: MigratorConfig) -> StreamInfo:

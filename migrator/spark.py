@@ -44,3 +44,16 @@ def _launches_a_local_jvm(master: str | None) -> bool:
     started the JVM already and exports its gateway port, nor in a running session)."""
     starting = SparkContext._active_spark_context is None and "PYSPARK_GATEWAY_PORT" not in os.environ
     return starting and (master is None or master.startswith("local"))
+
+
+def leave_ctrl_c_to_the_driver(spark: SparkSession) -> None:
+    """Make the JVM ignore SIGINT, so Ctrl+C stops the job through the Python driver.
+
+    Under spark-submit the JVM is the Python driver's parent and gets Ctrl+C too: its
+    shutdown hooks would stop Spark under the running work, and it could exit before the
+    driver's last lines ("interrupted: rerun to resume", the replication summary) are
+    relayed. The driver then decides: it stops cleanly and exits with its own code, which
+    spark-submit passes on. (Launched from plain Python, PySpark already starts it this way.)
+    """
+    jvm = spark.sparkContext._jvm
+    jvm.sun.misc.Signal.handle(jvm.sun.misc.Signal("INT"), jvm.sun.misc.SignalHandler.SIG_IGN)

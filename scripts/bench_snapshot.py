@@ -2,6 +2,7 @@
 """Benchmark the snapshot copy on the moto emulator: the migrator against the emulator's limit and plain boto3.
 
     .venv/bin/python scripts/bench_snapshot.py [--items 100000] [--payload-bytes 207] [--segments N] [--limit-threads 8]
+        [--export-files 8] [--no-imports]
 
 One emulator (scripts/emulator.py) serves a source table of N `sample_data.make_item` items, copied three times:
   (a) emulator limit: a parallel Scan (a thread per segment) into memory, then BatchWriteItem from as many
@@ -10,6 +11,12 @@ One emulator (scripts/emulator.py) serves a source table of N `sample_data.make_
   (c) the migrator, `spark-submit --master local[2] jobs/migrate.py`, timed from launch to exit and from its
       first Scan to the answer to its last BatchWriteItem (the copy without JVM start-up and shutdown), which
       tests/faultproxy.py, relaying its requests with no faults, timestamps.
+Then the same items are imported from S3 exports, beside the Scan path (skipped with --no-imports):
+  (d), (e) the migrator importing a full export (`source.type: dynamodb-s3-export`) of the same items, which
+      tests/s3_exports.py wrote beforehand into the emulator's S3 in AWS's layout (--export-files gzip data
+      files, not timed): (d) DYNAMODB_JSON, (e) ION. Launched as (c) is, and timed from launch to exit and from
+      its first BatchWriteItem to the answer to its last, through the same kind of proxy (its S3 reads go to
+      the emulator directly; a data file's download precedes its first write by well under a second).
 Each copy goes into a fresh table, and is verified by scanning it: the item count and the set of keys must be
 the source's, else the exit code is 1 (after the full report).
 
@@ -59,9 +66,11 @@ import yaml  # noqa: E402
 from botocore.config import Config  # noqa: E402
 from emulator import EmulatorProcess  # noqa: E402
 from faultproxy import FaultProxy  # noqa: E402
+from s3_exports import DYNAMODB_JSON, ION, DataFileSpec, create_bucket, dynamodb_numbers, full_lines  # noqa: E402
+from s3_exports import write_export  # noqa: E402
 from sample_data import create_sample_table, make_item, seed  # noqa: E402
 
-from migrator.items import item_size_bytes  # noqa: E402
+from migrator.items import item_size_bytes, to_dynamodb_json  # noqa: E402
 from migrator.spark import LOCAL_DRIVER_JAVA_OPTIONS  # noqa: E402
 
 REGION, ACCESS_KEY, SECRET_KEY = "us-east-1", "bench-access-key", "bench-secret-key"
@@ -137,9 +146,14 @@ def new_table(client, prefix: str) -> str:
     return table
 
 
-def verify(client, copy: Copy, table: str, source: Source) -> None:
-    """Scan the target's keys: the copy is good when its item count and key set are the source's."""
-    items = parallel_scan(client, table, CHECK_SEGMENTS, ProjectionExpression="pk, sk")
+def verify(client, copy: Copy, table: str, source: Source, project_keys: bool = True) -> None:
+    """Scan the target's keys: the copy is good when its item count and key set are the source's.
+
+    `project_keys=False` scans whole items: moto's ProjectionExpression fails (HTTP 500) on numbers
+    of more than 38 digits in plain notation, which is how exports hold the sample's 1E-130.
+    """
+    request = {"ProjectionExpression": "pk, sk"} if project_keys else {}
+    items = parallel_scan(client, table, CHECK_SEGMENTS, **request)
     keys = {(item["pk"]["S"], item["sk"]["N"]) for item in items}
     copy.ok = len(items) == len(source.keys) and keys == source.keys
     copy.check = f"{table}: {len(items):,} items, {len(keys):,} distinct keys: {'OK' if copy.ok else 'MISMATCH'}"
@@ -258,6 +272,92 @@ def write_config(workdir: Path, endpoint_url: str, source: str, target: str, seg
     return path
 
 
+# --- Imports of S3 exports of the same items (d, e) ----------------------------------------------------
+IMPORTS = (("d", DYNAMODB_JSON), ("e", ION))
+KEYS_DESCRIPTION = {  # the source's keys (sample_data): an export does not record them
+    "attributeDefinitions": [{"name": "pk", "type": "S"}, {"name": "sk", "type": "N"}],
+    "keySchema": [{"name": "pk", "type": "HASH"}, {"name": "sk", "type": "RANGE"}],
+}
+
+
+@dataclass
+class Export:
+    output_format: str
+    bucket: str
+    summary_key: str
+    size_bytes: int  # of its gzip data files
+
+
+def write_exports(emulator_url: str, source: Source, n: int, payload_bytes: int, files: int) -> list[Export]:
+    """A full export of the source's items per format, in AWS's layout, in one bucket of the emulator's S3."""
+    s3 = boto3.client("s3", endpoint_url=emulator_url, region_name=REGION,
+                      aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY)  # fmt: skip
+    bucket, started = create_bucket(s3, f"bench-exports-{uuid.uuid4().hex[:8]}"), time.monotonic()
+    items = [dynamodb_numbers(to_dynamodb_json(make_item(i, payload_bytes))) for i in range(n)]  # as exports hold them
+    exports = []
+    for _, output_format in IMPORTS:
+        lines = full_lines(items, output_format)
+        written = write_export(s3, bucket, [DataFileSpec(lines[k::files]) for k in range(files)],
+                               output_format=output_format, prefix=f"bench-{output_format.lower()}", table=source.table)  # fmt: skip
+        exports.append(Export(output_format, bucket, written.summary_key, sum(map(len, written.bodies.values()))))
+    print(f"exports:   s3://{bucket}: {', '.join(f'{e.output_format} {mib(e.size_bytes)}' for e in exports)} of gzip, "
+          f"{files} data files each, written in {time.monotonic() - started:.1f} s")
+    return exports
+
+
+def copy_import(client, emulator_url: str, source: Source, export: Export, label: str, workdir: Path) -> Copy:
+    """(d), (e) The migrator importing an export, launched and sampled as (c); a proxy timestamps its writes."""
+    print(f"\n({label}) migrator import of the {export.output_format} export: spark-submit --master {MASTER} "
+          "jobs/migrate.py ...")  # fmt: skip
+    target, job = f"bench-{label}-{uuid.uuid4().hex[:8]}", Job(workdir / f"job-{label}.log")
+    with FaultProxy(emulator_url, fault_rate=0.0, record=True, clock=time.monotonic) as proxy:
+        config = write_import_config(workdir, emulator_url, proxy.endpoint_url, export, target, label)
+        command = spark_submit(config)
+        rusage0, launched = children_cpu(), time.monotonic()
+        exit_code = job.run(command)
+        exited, rusage = time.monotonic(), children_cpu() - rusage0
+        writes = [r for r in proxy.recorded if r[0] == "BatchWriteItem"]  # (operation, body, arrived, answered)
+    first_write = min((r[2] for r in writes), default=exited)
+    last_write = max((r[3] for r in writes), default=exited)
+    log = job.log_path.read_text(errors="replace").splitlines()
+    plan = next((line.partition("import plan: ")[2] for line in log if "import plan: " in line), "?")
+    copy = Copy(f"spark-submit --master {MASTER}; {export.output_format}, {', '.join(plan.split(', ')[:2])}",
+                exited - launched, rusage + job.kernel_reaped_worker_cpu(),
+                window_seconds=max(last_write - first_write, 0.0), peak_rss=job.peak_rss)  # fmt: skip
+    print(f"    plan: {plan}")
+    print(f"    launch → exit {copy.seconds:.1f} s; first write → last write {copy.window_seconds:.1f} s, "
+          f"from {first_write - launched:.1f} s after launch to {exited - last_write:.1f} s before exit")
+    print(f"    client CPU {copy.client_cpu:.1f} s; peak RSS: "
+          f"{', '.join(f'{kind} {mib(size)}' for kind, size in job.peak_rss.items())}")
+    if exit_code != 0:
+        copy.check = f"the job exited with code {exit_code}; its log ends:\n    " + "\n    ".join(log[-40:])
+        return copy
+    print("\n".join(f"    | {line}" for line in log if line.startswith(("import ", "  "))))  # the job's summary
+    verify(client, copy, target, source, project_keys=False)
+    return copy
+
+
+def write_import_config(workdir: Path, s3_url: str, dynamodb_url: str, export: Export, target: str, label: str) -> Path:
+    """The import's YAML: the export read from the emulator's S3, the target table behind the proxy."""
+
+    def endpoint(url: str) -> dict:
+        host, _, port = url.rpartition(":")
+        return {"host": host, "port": int(port)}
+
+    credentials = {"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}
+    config = {
+        "source": {"type": "dynamodb-s3-export", "bucket": export.bucket, "manifestKey": export.summary_key,
+                   "region": REGION, "endpoint": endpoint(s3_url), "credentials": credentials,
+                   "tableDescription": KEYS_DESCRIPTION},
+        "target": {"type": "dynamodb", "table": target, "region": REGION, "endpoint": endpoint(dynamodb_url),
+                   "credentials": credentials},
+        "savepoints": {"path": str(workdir / f"savepoints-{label}")},
+    }  # fmt: skip
+    path = workdir / f"bench-{label}.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return path
+
+
 # --- The job's processes, from /proc --------------------------------------------------------------------
 # The fields of /proc/<pid>/stat used here (proc(5)): cpu is utime + stime in seconds; start is the start
 # time in clock ticks, which tells a process from a later one with the same pid; rss is in bytes.
@@ -366,7 +466,8 @@ def reproduce_command(args: argparse.Namespace) -> str:
     python = os.path.relpath(sys.executable, REPO) if sys.executable.startswith(f"{REPO}/") else sys.executable
     flags = f"--items {args.items} --payload-bytes {args.payload_bytes} --limit-threads {args.limit_threads}"
     segments = f" --segments {args.segments}" if args.segments else ""
-    return f"cd {REPO} && {python} scripts/bench_snapshot.py {flags}{segments}"
+    imports = " --no-imports" if args.no_imports else f" --export-files {args.export_files}"
+    return f"cd {REPO} && {python} scripts/bench_snapshot.py {flags}{segments}{imports}"
 
 
 def print_header(args: argparse.Namespace) -> dict[str, str]:
@@ -393,14 +494,26 @@ def print_header(args: argparse.Namespace) -> dict[str, str]:
     return facts
 
 
-def report(args: argparse.Namespace, facts: dict[str, str], source: Source, a: Copy, b: Copy, c: Copy) -> None:
-    """Rates, ratios, CPU, memory and the two goals; then the same as a Markdown table for the README."""
+def report(args: argparse.Namespace, facts: dict[str, str], source: Source, a: Copy, b: Copy, c: Copy,
+           imports: dict[str, Copy] | None = None) -> None:
+    """Rates, ratios, CPU, memory and the two goals; then the same as a Markdown table for the README.
+
+    `imports`: (d) and (e), the S3 export imports, by label, when they ran.
+    """
+    imports = imports or {}
     n, rss, load = args.items, c.peak_rss, "{:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
     rate = {"a": n / a.seconds, "b": n / b.seconds, "c": n / c.window_seconds if c.window_seconds else 0.0}
     cpu = {key: copy.client_cpu / n * 10_000 for key, copy in zip("abc", (a, b, c))}
     print(f"\n## Results\nitems/s: (a) {rate['a']:,.0f}, (b) {rate['b']:,.0f}, (c) {rate['c']:,.0f} from first Scan "
           f"to last write ({n / c.seconds:,.0f} from launch to exit)")
     print(f"c/a: {rate['c'] / rate['a']:.2f}, c/b: {rate['c'] / rate['b']:.2f} (c from first Scan to last write)")
+    if imports:
+        formats = dict(IMPORTS)
+        print("items/s importing an S3 export, beside (c)'s Scan path: " + ", ".join(
+            f"({label}) {formats[label]} {n / copy.window_seconds if copy.window_seconds else 0.0:,.0f} from first "
+            f"write to last write ({n / copy.seconds:,.0f} from launch to exit)" for label, copy in imports.items()))
+        print("client CPU-s per 10,000 items importing: " + ", ".join(
+            f"({label}) {copy.client_cpu / n * 10_000:.2f}" for label, copy in imports.items()))  # fmt: skip
     print(f"client CPU-s per 10,000 items: (b) {cpu['b']:.2f}, (c) {cpu['c']:.2f}  [(a) {cpu['a']:.2f}]")
     print(f"peak RSS of (c): {', '.join(f'{kind} {mib(size)}' for kind, size in rss.items())}")
     print(f"goal: c(first scan→last write) >= 0.8 × a: {'MET' if rate['c'] >= 0.8 * rate['a'] else 'NOT MET'} "
@@ -408,7 +521,7 @@ def report(args: argparse.Namespace, facts: dict[str, str], source: Source, a: C
     print(f"goal: client CPU per item c < b: {'MET' if cpu['c'] < cpu['b'] else 'NOT MET'} "
           f"({cpu['c']:.2f} vs {cpu['b']:.2f} CPU-s per 10k items)")
     print(f"load average at end (1/5/15 min): {load}")
-    for copy in (a, b, c):
+    for copy in (a, b, c, *imports.values()):
         print(f"verified: {copy.check}" if copy.ok else f"FAILED: {copy.how}: {copy.check}")
     print(f"\n## Markdown\n\nSnapshot copy of {n:,} items ({source.mean_item_bytes:,.0f} bytes on average) on the "
           f"moto emulator; {facts['machine']}; {facts['versions']}; load average {facts['load'].split()[0]} at "
@@ -420,6 +533,11 @@ def report(args: argparse.Namespace, facts: dict[str, str], source: Source, a: C
             ("(c) migrator, first Scan → last write", c.how, c.window_seconds, "", ""),
             ("(c) migrator, launch → exit", "the same run, JVM start-up and shutdown included", c.seconds,
              f"{cpu['c']:.2f}", ", ".join(f"{kind} {mib(size)}" for kind, size in rss.items()))]
+    for label, copy in imports.items():
+        name = f"({label}) migrator, {dict(IMPORTS)[label]} export import"
+        rows += [(f"{name}, first write → last write", copy.how, copy.window_seconds, "", ""),
+                 (f"{name}, launch → exit", "the same run, JVM start-up and shutdown included", copy.seconds,
+                  f"{copy.client_cpu / n * 10_000:.2f}", ", ".join(f"{k} {mib(v)}" for k, v in copy.peak_rss.items()))]
     for run, how, seconds, cpu_10k, peak in rows:
         items_per_second = n / seconds if seconds else 0.0
         print(f"| {run} | {how} | {seconds:,.1f} | {items_per_second:,.0f} | {items_per_second / rate['a']:.2f} "
@@ -434,9 +552,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="make_item's payload; 207 makes items of about 500 bytes (default)")
     parser.add_argument("--segments", type=int, help="source.scanSegments for (c) (default: the migrator plans it)")
     parser.add_argument("--limit-threads", type=int, default=8, help="Scan segments and write threads of (a)")
+    parser.add_argument("--export-files", type=int, default=8, help="data files of each export of (d), (e)")
+    parser.add_argument("--no-imports", action="store_true", help="skip (d) and (e), the S3 export imports")
     args = parser.parse_args(argv)
     if args.items < 1 or args.payload_bytes < 0 or args.limit_threads < 1 or (args.segments or 1) < 1:
         parser.error("--items, --segments and --limit-threads must be positive, --payload-bytes not negative")
+    if args.export_files < 1:
+        parser.error("--export-files must be positive")
     return args
 
 
@@ -448,7 +570,7 @@ def interrupt(signum, frame) -> None:
 
 
 def benchmark(args: argparse.Namespace, emulator: EmulatorProcess, workdir: Path) -> int:
-    """Seed the source, copy it three ways, report; 1 if a copy is wrong or the job failed."""
+    """Seed the source, copy it three ways, import it from two exports; report; 1 if a copy is wrong or a job failed."""
     facts = print_header(args)
     emulator.start()
     print(f"emulator:  {emulator.endpoint_url} (pid {emulator.pid})")
@@ -457,8 +579,13 @@ def benchmark(args: argparse.Namespace, emulator: EmulatorProcess, workdir: Path
     a = copy_limit(client, source, args.limit_threads)
     b = copy_plain(client, source)
     c = copy_migrator(client, emulator.endpoint_url, source, args.segments, workdir)
-    report(args, facts, source, a, b, c)
-    return 0 if a.ok and b.ok and c.ok else 1
+    imports: dict[str, Copy] = {}
+    if not args.no_imports:  # written after (c), so (a) to (c) run as they always have
+        exports = write_exports(emulator.endpoint_url, source, args.items, args.payload_bytes, args.export_files)
+        for (label, _), export in zip(IMPORTS, exports):
+            imports[label] = copy_import(client, emulator.endpoint_url, source, export, label, workdir)
+    report(args, facts, source, a, b, c, imports)
+    return 0 if all(copy.ok for copy in (a, b, c, *imports.values())) else 1
 
 
 def main(argv: list[str] | None = None) -> int:

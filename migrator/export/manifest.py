@@ -16,6 +16,10 @@ format", https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/S3Data
   `etag` (S3's ETag, which is not an MD5 for multipart or KMS-encrypted objects, so it is
   kept but not checked).
 
+Exports written by this project (`migrator.export.output`) add `tableCreationParameters` to the
+summary: ImportTable's parameter of that name, giving the table's primary key and billing,
+which AWS's summaries do not record. `described_table` holds it in DescribeTable's shape.
+
 Both manifests name files by their full key in the bucket the export wrote to. `ExportLayout`
 finds them where the summary actually is, so an export copied to another prefix or bucket
 (with `aws s3 sync`, say) is read from its copy.
@@ -29,7 +33,7 @@ import base64
 import binascii
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Iterable, Mapping
 
@@ -47,6 +51,9 @@ SUMMARY_FILE_NAME = "manifest-summary.json"
 FILES_MANIFEST_NAME = "manifest-files.json"
 
 MD5_DIGEST_BYTES = 16
+TABLE_CREATION_FIELD = "tableCreationParameters"
+_KEY_TYPES = {"S", "N", "B"}
+BILLING_MODES = ("PROVISIONED", "PAY_PER_REQUEST")
 
 # "2020-11-04T07:28:34.028Z" as the summaries write it; any fraction length and offset accepted.
 _ISO_TIME = re.compile(
@@ -75,6 +82,9 @@ class ExportSummary:
     billed_size_bytes: int | None = None
     table_id: str | None = None
     version: str | None = None
+    # From tableCreationParameters (exports this project writes): KeySchema, AttributeDefinitions,
+    # BillingModeSummary and ProvisionedThroughput, as DescribeTable shows a table. None when absent.
+    described_table: Mapping[str, Any] | None = field(default=None, hash=False)
 
     @property
     def is_incremental(self) -> bool:
@@ -131,6 +141,7 @@ def parse_summary(text: str | bytes, file_key: str = SUMMARY_FILE_NAME) -> Expor
         billed_size_bytes=_optional_count(document, "billedSizeBytes", file_key),
         table_id=_optional_string(document, "tableId", file_key),
         version=_optional_string(document, "version", file_key),
+        described_table=_described_table(document.get(TABLE_CREATION_FIELD), file_key),
     )
     _check_times(summary, file_key)
     return summary
@@ -230,6 +241,58 @@ def _check_times(summary: ExportSummary, file_key: str) -> None:
             )
         if summary.export_from_time >= summary.export_to_time:
             raise ExportManifestError(file_key, "exportFromTime is not before exportToTime")
+
+
+def _described_table(parameters: Any, file_key: str) -> dict[str, Any] | None:
+    """tableCreationParameters (ImportTable's shape) checked and turned into DescribeTable's shape.
+
+    Only the primary key matters to an import: one HASH key, optionally one RANGE key, each
+    with an S, N or B definition. Billing is PAY_PER_REQUEST unless it says PROVISIONED with
+    capacity. Other fields (TableName, indexes) are not used.
+    """
+    if parameters is None:
+        return None
+    where = TABLE_CREATION_FIELD
+    if not isinstance(parameters, dict):
+        raise ExportManifestError(file_key, f"{where} is a JSON {type(parameters).__name__}, not an object")
+    keys = parameters.get("KeySchema")
+    if not isinstance(keys, list) or not all(isinstance(k, dict) for k in keys):
+        raise ExportManifestError(file_key, f"{where}.KeySchema is not a list of {{AttributeName, KeyType}}")
+    schema = [(k.get("AttributeName"), k.get("KeyType")) for k in keys]
+    names = [name for name, _ in schema]
+    named = all(isinstance(name, str) and name for name in names) and len(set(names)) == len(names)
+    if not named or [kind for _, kind in schema] not in (["HASH"], ["HASH", "RANGE"]):
+        raise ExportManifestError(
+            file_key, f"{where}.KeySchema must name one HASH key, optionally followed by one RANGE key"
+        )
+    definitions = parameters.get("AttributeDefinitions")
+    types = {}
+    if isinstance(definitions, list):
+        types = {d.get("AttributeName"): d.get("AttributeType") for d in definitions if isinstance(d, dict)}
+    for name, _ in schema:
+        if types.get(name) not in _KEY_TYPES:
+            raise ExportManifestError(
+                file_key, f"{where}.AttributeDefinitions gives key attribute {name!r} no type S, N or B"
+            )
+    described: dict[str, Any] = {
+        "KeySchema": [{"AttributeName": name, "KeyType": kind} for name, kind in schema],
+        "AttributeDefinitions": [{"AttributeName": name, "AttributeType": types[name]} for name, _ in schema],
+        "BillingModeSummary": {"BillingMode": "PAY_PER_REQUEST"},
+    }
+    if parameters.get("BillingMode") == "PROVISIONED":
+        throughput = parameters.get("ProvisionedThroughput") or {}
+        capacity = {unit: throughput.get(unit) for unit in ("ReadCapacityUnits", "WriteCapacityUnits")}
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in capacity.values()):
+            raise ExportManifestError(
+                file_key, f"{where} is PROVISIONED but its ProvisionedThroughput lacks whole-number capacity units"
+            )
+        described["BillingModeSummary"] = {"BillingMode": "PROVISIONED"}
+        described["ProvisionedThroughput"] = capacity
+    elif parameters.get("BillingMode") not in (None, "PAY_PER_REQUEST"):
+        raise ExportManifestError(
+            file_key, f"{where}.BillingMode {parameters.get('BillingMode')!r} is not one of {', '.join(BILLING_MODES)}"
+        )
+    return described
 
 
 def _json_object(text: str | bytes, file_key: str, where: str) -> Mapping[str, Any]:

@@ -24,6 +24,15 @@ def test_the_default_name_and_location_follow_the_source_table(tmp_path, monkeyp
     assert location(config()) == str(tmp_path / "checkpoints" / "migrator_orders")
 
 
+def test_after_an_s3_export_the_default_name_follows_the_live_table_whose_stream_is_read():
+    chained = parse_config(
+        "source: {type: dynamodb-s3-export, bucket: b, manifestKey: AWSDynamoDB/x/manifest-summary.json,\n"
+        "         streamSource: {type: dynamodb, table: orders_live}}\n"
+        "target: {type: dynamodb, table: orders_copy, streamChanges: true}\n"
+    ).config
+    assert app_name(chained) == "migrator_orders_live"
+
+
 def test_app_name_overrides_the_name_and_so_the_location(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert location(config("appName: orders_to_west\n")) == str(tmp_path / "checkpoints" / "orders_to_west")

@@ -10,7 +10,7 @@ import yaml
 
 from migrator.config import Endpoint, LoadedConfig, load_config, parse_config
 from migrator.connection import ClientSpec
-from migrator.errors import ConfigError, UnsupportedFeature
+from migrator.errors import ConfigError
 from migrator.redact import Secret
 
 FILE = "scenario.yaml"
@@ -386,20 +386,6 @@ def test_misspelt_top_level_alternator_key_suggests_the_alternator_key():
 
     assert error.key_path == "target.maxConection"
     assert "did you mean 'maxConnections'?" in str(error)
-
-
-def test_writing_an_s3_export_is_an_unsupported_feature():
-    """Reading exports is supported (tests/unit/test_config_s3_export.py); writing them is not yet."""
-    block = "target"
-    edits = {f"{block}.type": "dynamodb-s3-export", f"{block}.bucket": "b", f"{block}.manifestKey": "k"}
-    with pytest.raises(UnsupportedFeature) as caught:
-        parse_config(variant(edits), FILE)
-
-    error = caught.value
-    assert error.key_path == f"{block}.type"
-    assert "DynamoDB S3 export is not supported by this version" in str(error)
-    assert "type: dynamodb" in str(error)
-    assert error.exit_code == 2
 
 
 # ---- the file itself ----

@@ -97,6 +97,14 @@ def test_a_stream_source_alone_gives_the_keys():
     assert source.table_description is None and source.stream_source.table == "OrdersLive"
 
 
+def test_neither_keys_nor_live_table_loads_the_summary_may_give_the_keys():
+    """Exports written by this project carry tableCreationParameters; without it, the import refuses
+    (tests/integration/test_s3_export_write.py), after reading the summary, before writing anything."""
+    source = parse_config(variant({"source.tableDescription": DELETE}), FILE).config.source
+
+    assert source.table_description is None and source.stream_source is None
+
+
 def test_skip_files_load_with_an_export_source():
     config = parse_config(variant({"skipFiles": ["exports/AWSDynamoDB/x/data/a.json.gz"]}), FILE).config
     assert config.skip_files == ["exports/AWSDynamoDB/x/data/a.json.gz"] and config.imports_export
@@ -109,8 +117,6 @@ def test_a_table_source_is_not_an_import():
 
 
 ERROR_CASES = [
-    ("neither keys nor live table", {"source.tableDescription": DELETE}, "source",
-     ["does not record which attributes are the table's keys", "source.tableDescription", "source.streamSource"]),
     ("no bucket", {"source.bucket": DELETE}, "source.bucket", ["required key is missing"]),
     ("no manifestKey", {"source.manifestKey": DELETE}, "source.manifestKey", ["required key is missing"]),
     ("manifestKey names the files manifest",
@@ -184,14 +190,41 @@ def test_skip_files_with_a_table_source_is_refused():
     assert "skipFiles lists data files of an S3 export, but the source is a table" in str(caught.value)
 
 
-def test_stream_changes_after_an_import_is_an_unsupported_feature():
-    edits = {"source.streamSource": LIVE_TABLE, "target.streamChanges": True}
+def test_stream_changes_after_an_import_with_a_stream_source_loads():
+    edits = {"source.streamSource": LIVE_TABLE, "target.streamChanges": True, "source.acceptStreamGap": True}
+    config = parse_config(variant(edits), FILE).config
+
+    assert config.target.stream_changes is True
+    assert config.source.accept_stream_gap is True
+    assert config.live_source.table == "OrdersLive"  # the stream replicated is the live table's
+
+
+def test_accept_stream_gap_is_off_by_default_and_the_live_source_of_a_table_copy_is_its_source():
+    assert parse_config(variant({"source.streamSource": LIVE_TABLE}), FILE).config.source.accept_stream_gap is False
+    table_copy = parse_config("source: {type: dynamodb, table: Orders}\ntarget: {type: dynamodb, table: Copy}\n", FILE)
+    assert table_copy.config.live_source is table_copy.config.source
+
+
+def test_kinesis_changes_after_an_import_are_an_unsupported_feature():
+    kinesis = {"type": "kinesis", "streamArn": "arn:aws:kinesis:us-east-1:123456789012:stream/changes"}
     with pytest.raises(UnsupportedFeature) as caught:
-        parse_config(variant(edits), FILE)
+        parse_config(variant({"source.streamSource": LIVE_TABLE, "target.streamChanges": kinesis}), FILE)
 
     assert caught.value.key_path == "target.streamChanges"
-    assert "after importing an S3 export is not supported by this version" in str(caught.value)
+    assert "Kinesis Data Streams is not supported by this version" in str(caught.value)
+    assert "streamChanges: true" in str(caught.value)
     assert caught.value.exit_code == 2
+
+
+def test_restart_on_an_invalid_checkpoint_cannot_import_the_export_again():
+    edits = {"source.streamSource": LIVE_TABLE, "target.streamChanges": True}
+    error = refusal({**edits, "invalidCheckpointBehavior": "restart"})
+
+    assert error.key_path == "invalidCheckpointBehavior"
+    assert "the source is an S3 export, fixed at its exportTime" in str(error)
+    assert "take a new export" in str(error) and "source type: dynamodb" in str(error)
+    # Without streamChanges the key changes nothing, as for a table copy.
+    assert parse_config(variant({"invalidCheckpointBehavior": "restart"}), FILE).config.invalid_checkpoint_behavior == "restart"
 
 
 def test_stream_changes_false_with_an_export_loads():

@@ -15,6 +15,9 @@ from migrator.errors import (
     CheckpointError,
     ConfigError,
     EndpointUnreachable,
+    ExportExists,
+    ExportPathError,
+    ExportUnfinished,
     InvalidCredentials,
     MigratorError,
     ResourceNotFound,
@@ -22,6 +25,7 @@ from migrator.errors import (
     SegmentFailed,
     SourceError,
     SourceTableNotFound,
+    StreamGap,
     StreamNotEnabled,
     TargetError,
     TargetSchemaMismatch,
@@ -52,9 +56,15 @@ EXAMPLES: list[tuple[MigratorError, dict[str, object]]] = [
     (SourceError("source went away"), {}),
     (SourceTableNotFound("src", "http://localhost:8000"), {"table": "src"}),
     (StreamNotEnabled("src"), {"table": "src"}),
+    (StreamGap("table 'live' has no stream"), {"reason": "table 'live' has no stream"}),
     (TargetError("target went away"), {}),
     (TargetSchemaMismatch("tgt", "pk HASH", "id HASH"), {"table": "tgt"}),
     (WriteFailed("tgt", 7, 10), {"table": "tgt", "unwritten": 7}),
+    (ExportPathError("s3://b/p/", "bucket 'b' does not exist"), {"where": "s3://b/p/"}),
+    (ExportExists("/data/x", ["/data/x/AWSDynamoDB/01714557600000-abcdef12/"], False),
+     {"where": "/data/x", "folders": ["/data/x/AWSDynamoDB/01714557600000-abcdef12/"]}),
+    (ExportUnfinished("s3://b/p/AWSDynamoDB/01714557600000-abcdef12/", "copying scan segment 1 of 4: denied"),
+     {"folder": "s3://b/p/AWSDynamoDB/01714557600000-abcdef12/"}),
     (SavepointError("savepoint is damaged"), {}),
     (SegmentFailed(3, 16, "Scan table src: throttled", retryable=True), {"segment": 3, "retryable": True}),
     (SegmentFailed(4, 16, "PutItem table tgt: denied", retryable=False), {"segment": 4, "retryable": False}),
@@ -109,8 +119,11 @@ def test_hierarchy_matches_the_module_docstring():
                 AwsRequestFailed):
         assert cls.__bases__ == (AwsError,)
     assert SourceTableNotFound.__bases__ == (SourceError,)
+    assert StreamGap.__bases__ == (SourceError,)
     assert TargetSchemaMismatch.__bases__ == (TargetError,)
     assert WriteFailed.__bases__ == (TargetError,)
+    assert ExportPathError.__bases__ == (TargetError,) and ExportUnfinished.__bases__ == (TargetError,)
+    assert ExportExists.__bases__ == (ExportPathError,)
     assert issubclass(MigratorError, Exception)
 
 
@@ -149,6 +162,10 @@ def test_messages_are_built_from_facts():
     assert "invalidCheckpointBehavior: restart" in checkpoint and "copied again" in checkpoint
     assert "delete the checkpoint directory and the savepoint" in checkpoint
     assert str(CheckpointError("x")).startswith("checkpoint: x; ")
+    assert str(CheckpointError("x", ways_out="Do Y")) == "checkpoint: x; stopped rather than skip changes. Do Y"
+    gap = str(StreamGap("table 'live' has no stream"))
+    assert gap.startswith("table 'live' has no stream. Nothing was written. Ways out: take a new export")
+    assert "source type: dynamodb with target.streamChanges: true" in gap and "source.acceptStreamGap: true" in gap
 
 
 def test_exit_codes_separate_user_fixes_from_transient_failures():
@@ -158,3 +175,5 @@ def test_exit_codes_separate_user_fixes_from_transient_failures():
     assert CheckpointError("x").exit_code == 2
     assert TransientAwsError("a", "b", "c").exit_code == 1
     assert WriteFailed("t", 1, 1).exit_code == 1
+    assert ExportExists("p", ["p/AWSDynamoDB/x/"], True).exit_code == 2  # found before anything is written
+    assert ExportUnfinished("p/AWSDynamoDB/x/", "boom").exit_code == 1

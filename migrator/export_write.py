@@ -1,0 +1,231 @@
+"""Write the source table as a DynamoDB S3 export (`target.type: dynamodb-s3-export`): checks, plan, run.
+
+`run.migrate` orders the phases as for a table copy: `preflight` describes the source table
+and refuses a target.path that already holds an export (finished or not), before the Spark
+session starts and anything is written. Then `write_export`:
+
+1. writes `AWSDynamoDB/<export id>/_started` (the first write, as AWS's exports do);
+2. writes one data file per scan segment, each a Spark job (`snapshot.run_units`), planned
+   and paced as a table copy's segments (`plan.plan_snapshot`, `source.scan`);
+3. writes `manifest-files.json`, then, last, `manifest-summary.json` with the key schema
+   (`export.output`).
+
+A folder without manifest-summary.json is an unfinished export: importers refuse it, and so
+does a rerun (`ExportExists`); the error says to delete it. Nothing is resumed, so no
+savepoint is written.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from migrator import aws
+from migrator.config import MigratorConfig
+from migrator.errors import ExportPathError, ExportUnfinished, MigratorError, SegmentFailed, SourceTableNotFound
+from migrator.export.manifest import FILES_MANIFEST_NAME, SUMMARY_FILE_NAME
+from migrator.export.output import (
+    STARTED_FILE_NAME,
+    ExportFacts,
+    data_file_name,
+    export_folder,
+    files_manifest,
+    new_export_id,
+    summary_document,
+    table_creation_parameters,
+)
+from migrator.plan import plan_snapshot, planned_units
+from migrator.progress import ProgressReporter, SnapshotSummary
+from migrator.segment_export import SegmentFileOutcome, SegmentFileTask, export_segment
+from migrator.snapshot import UnitJobs, run_units
+from migrator.target import tables
+from migrator.target.export_folder import ExportFolder, local_size_bytes, refuse_existing, write_object
+from migrator.target.tables import TableInfo
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ExportPreflight:
+    """What the checks found, before anything is written."""
+
+    source: TableInfo
+    ttl_attribute: str | None
+    folder: ExportFolder
+    table_creation: dict[str, Any]  # the summary's tableCreationParameters (renames applied)
+
+
+@dataclass
+class ExportWriteSummary(SnapshotSummary):
+    """A snapshot's totals, written to an export folder instead of a table, and where its summary is."""
+
+    summary_location: str = ""
+    data_files: int = 0
+    data_bytes: int = 0
+
+    def render(self) -> str:
+        return "\n".join([
+            super().render(),
+            f"  data files:      {self.data_files:,} ({self.data_bytes:,} bytes, gzip DYNAMODB_JSON)",
+            f"  export summary:  {self.summary_location}",
+        ])  # fmt: skip
+
+
+def preflight(config: MigratorConfig) -> ExportPreflight:
+    """Describe the source table and check the folder holds no export; raises before anything is written."""
+    source_spec = config.source.client_spec("source").for_control_plane()
+    client = aws.client(source_spec)
+    source = tables.describe_table(client, config.source.table, "source")
+    if source is None:
+        raise SourceTableNotFound(config.source.table, source_spec.where)
+    ttl = tables.ttl_attribute(client, config.source.table)
+    folder = ExportFolder.of(config.target)
+    refuse_existing(folder.control_plane())
+    renamed = config.rename_map
+    creation = table_creation_parameters(
+        source.name,
+        [(renamed.get(name, name), kind) for name, kind in source.key_schema],
+        {renamed.get(name, name): kind for name, kind in source.attribute_types.items()},
+        source.billing_mode,
+        source.read_capacity,
+        source.write_capacity,
+    )
+    return ExportPreflight(source=source, ttl_attribute=ttl, folder=folder, table_creation=creation)
+
+
+def write_export(spark: SparkSession, config: MigratorConfig, checks: ExportPreflight) -> ExportWriteSummary:
+    """Write `_started`, a data file per scan segment, then the manifests; the summary goes last."""
+    started_at = datetime.now(timezone.utc)
+    folder = checks.folder
+    export_dir = export_folder(new_export_id(started_at))
+    read_units = planned_units(
+        config.source.read_throughput, checks.source.read_capacity, config.source.throughput_read_percent
+    )
+    plan = plan_snapshot(
+        explicit_segments=config.source.scan_segments,
+        table_size_bytes=checks.source.size_bytes,
+        read_units=read_units,
+        write_units=0.0,  # nothing is written to a table
+        parallelism=spark.sparkContext.defaultParallelism,
+        max_map_tasks=config.source.max_map_tasks,
+    )
+    log.info(
+        "export plan: %d scan segments, %d concurrent tasks, per task %s RCU/s (%s); writing %s",
+        plan.total_segments, plan.concurrency, f"{plan.read_units_per_task:,.0f}", plan.reason,
+        folder.where(export_dir),
+    )  # fmt: skip
+    _write_started(folder, export_dir)
+    summary = ExportWriteSummary(config.source.table, folder.where(export_dir), plan.total_segments)
+    reporter = ProgressReporter(summary, checks.source.item_count)
+    outcomes: dict[int, SegmentFileOutcome] = {}
+
+    def on_written(outcome: SegmentFileOutcome) -> None:
+        outcomes[outcome.segment] = outcome
+        reporter.record(outcome)
+
+    tasks = [_task(config, checks, plan.total_segments, plan.read_units_per_task, export_dir, segment)
+             for segment in range(plan.total_segments)]  # fmt: skip
+    try:
+        run_units(spark, tasks, plan.concurrency, on_written, SEGMENT_FILE_JOBS)
+        written = [outcomes[segment] for segment in range(plan.total_segments)]
+        _check_local_files(folder, export_dir, written)
+        _write_manifests(config, checks, export_dir, written, started_at)
+    except (MigratorError, OSError) as exc:  # OSError: the driver writing a manifest into a local folder
+        raise ExportUnfinished(folder.where(export_dir), str(exc)) from exc
+    except KeyboardInterrupt:
+        log.error("the export %s is unfinished (no %s): delete it before running again",
+                  folder.where(export_dir), SUMMARY_FILE_NAME)  # fmt: skip
+        raise
+    summary.summary_location = folder.where(export_dir + SUMMARY_FILE_NAME)
+    summary.data_files = len(written)
+    summary.data_bytes = sum(o.size_bytes for o in written)
+    summary.finished = time.monotonic()
+    return summary
+
+
+def _write_manifests(
+    config: MigratorConfig, checks: ExportPreflight, export_dir: str, written: list[SegmentFileOutcome],
+    started_at: datetime,
+) -> None:
+    """manifest-files.json, then manifest-summary.json: the last file, whose presence finishes the export."""
+    folder = checks.folder
+    write_object(folder, export_dir + FILES_MANIFEST_NAME, files_manifest(o.data_file for o in written))
+    facts = ExportFacts(
+        export_id=export_dir.rstrip("/").rpartition("/")[2],
+        table_arn=_table_arn(checks.source, config.source.client_spec("source").region),
+        table_id=checks.source.description.get("TableId"),
+        s3_bucket=folder.bucket,
+        s3_prefix=(folder.root or None) if folder.is_s3 else None,
+        manifest_files_key=folder.key(export_dir + FILES_MANIFEST_NAME),
+        start_time=started_at,
+        end_time=datetime.now(timezone.utc),
+        item_count=sum(o.written for o in written),
+        billed_size_bytes=sum(o.item_bytes for o in written),
+        table_creation=checks.table_creation,
+    )
+    write_object(folder, export_dir + SUMMARY_FILE_NAME, summary_document(facts))
+
+
+def _write_started(folder: ExportFolder, export_dir: str) -> None:
+    """The export's first file, as AWS writes it: an empty `_started` that shows the folder is writable."""
+    try:
+        write_object(folder, export_dir + STARTED_FILE_NAME, b"")
+    except OSError as exc:  # a local folder: the checks passed, yet the directory cannot be made or written
+        raise ExportPathError(
+            folder.where(), f"cannot write {folder.where(export_dir + STARTED_FILE_NAME)} ({exc.strerror or exc}): "
+            "set target.path to a directory this user can write to",
+        ) from None  # fmt: skip
+
+
+def _task(
+    config: MigratorConfig, checks: ExportPreflight, total: int, read_units: float, export_dir: str, segment: int
+) -> SegmentFileTask:
+    return SegmentFileTask(
+        source=config.source.client_spec("source"),
+        source_table=config.source.table,
+        folder=checks.folder,
+        data_file=export_dir + data_file_name(segment),
+        segment=segment,
+        total_segments=total,
+        renames=tuple(config.rename_map.items()),
+        ttl_attribute=checks.ttl_attribute,
+        copy_expired_items=config.source.copy_expired_items,
+        consistent_read=config.source.consistent_read,
+        read_units_per_second=read_units,
+        source_reports_capacity=not config.source.strips_consumed_capacity,
+    )
+
+
+def _check_local_files(folder: ExportFolder, export_dir: str, written: list[SegmentFileOutcome]) -> None:
+    """Every data file an executor wrote to a local folder is there, whole, as the driver sees it."""
+    if folder.is_s3:
+        return
+    for outcome in written:
+        relative = export_dir + data_file_name(outcome.segment)
+        if local_size_bytes(folder, relative) != outcome.size_bytes:
+            raise MigratorError(
+                f"data file {folder.where(relative)}, written by an executor, is not on the driver's filesystem "
+                "as written: a local target.path must be one directory shared by the driver and every "
+                "executor; on a cluster, write to s3://bucket/prefix"
+            )
+
+
+def _table_arn(source: TableInfo, region: str | None) -> str:
+    """The source's ARN from DescribeTable; an endpoint that gives none gets one without an account."""
+    return source.description.get("TableArn") or f"arn:aws:dynamodb:{region or 'unknown'}::table/{source.name}"
+
+
+def _describe_segment(task: SegmentFileTask) -> str:
+    return f"export {task.source_table} → {task.folder.where()}: segment {task.segment} of {task.total_segments}"
+
+
+def _segment_job_failed(task: SegmentFileTask, cause: str) -> SegmentFileOutcome:
+    return SegmentFileOutcome(segment=task.segment, error=SegmentFailed(task.segment, task.total_segments, cause, True))
+
+
+SEGMENT_FILE_JOBS = UnitJobs(export_segment, _describe_segment, _segment_job_failed, unit="segment")

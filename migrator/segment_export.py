@@ -1,0 +1,129 @@
+"""Write one Scan segment of the source table as a data file of an S3 export: the work of one Spark task.
+
+Runs on an executor. Items go from Scan to the gzip file in wire form (DynamoDB JSON, as
+exports hold it) without passing through Spark rows. Like `segment_copy`, the function never
+raises: it returns a `SegmentFileOutcome` that carries the error, because a returned error
+pickles back to the driver intact with its class and `retryable` flag.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+from migrator.connection import ClientSpec
+from migrator.errors import MigratorError, SegmentFailed
+from migrator.export.manifest import DataFile
+from migrator.export.output import DataFileEncoder
+from migrator.items import is_expired, item_size_bytes, rename_attributes
+from migrator.ratelimit import CapacityLimiter
+from migrator.source.scan import ScanCounters, scan_segment
+from migrator.target.export_folder import ExportFolder, open_data_file
+from migrator.wire import wire_client
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SegmentFileTask:
+    """Everything an executor needs to write one segment's data file; plain values only."""
+
+    source: ClientSpec
+    source_table: str
+    folder: ExportFolder
+    data_file: str  # relative to the folder: AWSDynamoDB/<export id>/data/segment-000003.json.gz
+    segment: int
+    total_segments: int
+    renames: tuple[tuple[str, str], ...] = ()
+    ttl_attribute: str | None = None
+    copy_expired_items: bool = False
+    consistent_read: bool = False
+    read_units_per_second: float | None = None
+    source_reports_capacity: bool = True
+
+
+@dataclass(frozen=True)
+class SegmentFileOutcome:
+    """What writing one segment's data file did, or the error that stopped it.
+
+    Has the fields `progress.SnapshotSummary` adds up (scanned, written, skipped_expired,
+    retries, unprocessed_retries), so the snapshot's progress lines and summary serve exports too.
+    """
+
+    segment: int
+    scanned: int = 0
+    written: int = 0  # items in the data file
+    skipped_expired: int = 0
+    retries: int = 0
+    unprocessed_retries: int = 0  # always 0: nothing is sent to a table
+    seconds: float = 0.0
+    data_file: DataFile | None = None  # its manifest line: key, itemCount, md5Checksum, etag
+    size_bytes: int = 0  # of the gzip file
+    item_bytes: int = 0  # the items' size as DynamoDB counts it (the summary's billedSizeBytes)
+    error: MigratorError | None = field(default=None)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def export_segment(task: SegmentFileTask) -> SegmentFileOutcome:
+    """Scan the segment into its data file; return the file's manifest line and counts, or the error."""
+    started = time.monotonic()
+    counters = ScanCounters()
+    skipped = 0
+    where = task.folder.where(task.data_file)
+    try:
+        with open_data_file(task.folder, task.data_file) as sink, DataFileEncoder(sink) as encoder:
+            skipped, item_bytes = _write_items(task, encoder, counters)
+    except MigratorError as exc:
+        error = SegmentFailed(task.segment, task.total_segments, f"writing {where}: {exc}", exc.retryable)
+    except OSError as exc:  # a local folder: disk full, permissions; rerunning the segment will not help
+        error = SegmentFailed(task.segment, task.total_segments, f"writing {where}: {exc.strerror or exc}", False)
+    except Exception as exc:  # a bug, not an AWS or disk failure: report it whole, do not retry
+        log.exception("segment %d failed unexpectedly", task.segment)
+        error = SegmentFailed(task.segment, task.total_segments, f"{type(exc).__name__}: {exc}", False)
+    else:
+        return SegmentFileOutcome(
+            segment=task.segment,
+            scanned=counters.items,
+            written=encoder.item_count,
+            skipped_expired=skipped,
+            retries=counters.retries,
+            seconds=time.monotonic() - started,
+            data_file=DataFile(task.folder.key(task.data_file), encoder.item_count, encoder.md5_base64(), sink.etag),
+            size_bytes=encoder.size_bytes,
+            item_bytes=item_bytes,
+        )
+    return SegmentFileOutcome(
+        segment=task.segment, scanned=counters.items, skipped_expired=skipped, retries=counters.retries,
+        seconds=time.monotonic() - started, error=error,
+    )  # fmt: skip
+
+
+def _write_items(task: SegmentFileTask, encoder: DataFileEncoder, counters: ScanCounters) -> tuple[int, int]:
+    """Every live item of the segment into the encoder, a Scan page at a time; (items skipped, item bytes)."""
+    renames = dict(task.renames)
+    skipped = item_bytes = 0
+    pages = scan_segment(
+        wire_client(task.source),
+        task.source_table,
+        task.segment,
+        task.total_segments,
+        limiter=CapacityLimiter(task.read_units_per_second),
+        counters=counters,
+        consistent_read=task.consistent_read,
+        report_capacity=task.source_reports_capacity,
+    )
+    for page in pages:
+        now = time.time()
+        live = []
+        for item in page:
+            if not task.copy_expired_items and is_expired(item, task.ttl_attribute, now):
+                skipped += 1
+                continue
+            live.append(rename_attributes(item, renames))
+        item_bytes += sum(item_size_bytes(item) for item in live)
+        encoder.write_items(live)
+    return skipped, item_bytes
