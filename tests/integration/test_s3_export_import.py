@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import gzip
 import logging
+import os
+import signal
+import time
 from pathlib import Path
 
 import boto3
@@ -44,6 +47,7 @@ from s3_exports import (
     write_export,
 )
 from test_bad_input import assert_one_clear_line
+from test_resume import start_job
 
 pytestmark = pytest.mark.integration
 
@@ -422,6 +426,40 @@ def test_rerun_after_a_failed_file_reads_only_the_files_not_yet_imported(s3, dyn
     assert export.summary_key in fetched and export.files_key in fetched
     assert (summary.files_resumed, summary.files_imported) == (5, 1)
     assert savepoint_files(tmp_path) == set(export.data_keys)
+    assert_imported(items, dynamodb, target)
+
+
+def test_kill_9_mid_import_then_rerun_reads_only_the_unfinished_files(s3, dynamodb, endpoint_url, spark, table_name,
+                                                                      tmp_path):  # fmt: skip
+    """spark-submit, paced to about 10 items/s, one file at a time; SIGKILL once two files are recorded.
+    The rerun fetches no recorded file again and the target ends exact."""
+    items = [{**key(f"k{i}", i), "payload": {"S": "p" * 50}} for i in range(240)]
+    files = [DataFileSpec(full_lines(part, DYNAMODB_JSON)) for part in split(items, 8)]
+    export = write_export(s3, create_bucket(s3), files)
+    target = table_name("killed")
+    document = {
+        "source": export_source(endpoint_url, export.bucket, export.summary_key, maxMapTasks=1),
+        "target": target_block(endpoint_url, target, writeThroughput=20, throughputWritePercent=0.5),
+    }
+    job = start_job(write_config(tmp_path, document, name="first.yaml"))
+    deadline = time.monotonic() + 180
+    while len(savepoint_files(tmp_path)) < 2:
+        assert job.poll() is None, f"the import ended before it could be killed:\n{job.stdout.read()}"
+        assert time.monotonic() < deadline, "two files were never recorded"
+        time.sleep(0.05)
+    os.killpg(job.pid, signal.SIGKILL)
+    job.communicate(timeout=60)
+    recorded = savepoint_files(tmp_path)
+    assert 2 <= len(recorded) < len(export.data_keys)
+
+    with S3AccessLog(endpoint_url) as log:
+        document["source"] = export_source(log.endpoint_url, export.bucket, export.summary_key)
+        summary = run_in_process(write_config(tmp_path, document, name="rerun.yaml"), spark)
+        fetched = [k for k in log.reads_of(export.bucket) if "/data/" in k]
+
+    assert not recorded & set(fetched), f"recorded files read again: {sorted(recorded & set(fetched))}"
+    assert set(fetched) == set(export.data_keys) - recorded
+    assert summary.files_resumed == len(recorded)
     assert_imported(items, dynamodb, target)
 
 
