@@ -399,6 +399,9 @@ class Job:
         self.seen: dict[tuple[int, int], tuple[str, Stat]] = {}  # (pid, start) -> kind, last sample
         self.peak_rss = dict.fromkeys((JVM, PY_DRIVER, WORKERS), 0)
         self.reaped: set[int] = set()  # job processes re-parented here and waited for here
+        # (pid, start) of the daemon's forked workers, fixed when first seen: once the daemon exits, a
+        # last sample can show a worker re-parented (to this process or init), no longer a daemon child.
+        self.forked: set[tuple[int, int]] = set()
         self._stop = threading.Event()
 
     def run(self, command: list[str]) -> int:
@@ -422,8 +425,8 @@ class Job:
 
     def kernel_reaped_worker_cpu(self) -> float:
         """Sampled CPU of pyspark.daemon's forked workers (it ignores SIGCHLD, so the kernel reaps them)."""
-        workers = {pid: stat for (pid, _), (kind, stat) in self.seen.items() if kind == WORKERS}
-        return sum(stat.cpu for pid, stat in workers.items() if stat.ppid in workers and pid not in self.reaped)
+        return sum(stat.cpu for (pid, start), (_, stat) in self.seen.items()
+                   if (pid, start) in self.forked and pid not in self.reaped)
 
     def _wait_for_session(self) -> None:
         """After spark-submit exits: reap the job's processes re-parented here until none is left."""
@@ -451,10 +454,13 @@ class Job:
         """Every SAMPLE_SECONDS: each job process's kind, CPU and RSS, and the RSS peak per kind."""
         while not self._stop.wait(SAMPLE_SECONDS):
             rss = dict.fromkeys(self.peak_rss, 0)
-            for pid, stat in self._session().items():
-                kind = kind_of(pid, stat.comm)  # changes when a shell execs java
-                self.seen[(pid, stat.start)] = (kind, stat)
-                rss[kind] = rss.get(kind, 0) + stat.rss
+            session = self._session()
+            kinds = {pid: kind_of(pid, stat.comm) for pid, stat in session.items()}  # changes when a shell execs java
+            for pid, stat in session.items():
+                self.seen[(pid, stat.start)] = (kinds[pid], stat)
+                if kinds[pid] == WORKERS and kinds.get(stat.ppid) == WORKERS:
+                    self.forked.add((pid, stat.start))
+                rss[kinds[pid]] = rss.get(kinds[pid], 0) + stat.rss
             self.peak_rss = {kind: max(peak, rss[kind]) for kind, peak in self.peak_rss.items()}
 
 
