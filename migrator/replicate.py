@@ -23,7 +23,6 @@ import re
 import signal
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
@@ -45,7 +44,8 @@ from migrator.stream.dynamodb_streams import StreamInfo, list_shards, read_shard
 from migrator.stream.offsets import ShardPosition, StreamOffset
 from migrator.stream.records import DELETE, ChangeRecord, from_dynamodb_stream_record
 from migrator.stream.shards import depth, readable_shards
-from migrator.target.writer import BatchWriter, WriteCounters
+from migrator.target.pipeline import PipelinedWriter
+from migrator.target.writer import WriteCounters
 from migrator.wire import wire_client
 
 log = logging.getLogger(__name__)
@@ -60,7 +60,6 @@ RECORDS_PER_SHARD_PER_BATCH = 1000
 # Lambda polls a DynamoDB stream's shards four times a second; twice keeps well within
 # GetRecords' five calls per second per shard and DescribeStream's ten per second.
 TRIGGER_INTERVAL = "500 milliseconds"
-WRITES_IN_FLIGHT = 4  # concurrent BatchWriteItem calls per partition, as in the snapshot
 
 
 # ---- the data source: runs in a Python process under the driver JVM, and on executors ----
@@ -280,41 +279,28 @@ def apply_partition(task: ApplyTask, rows: Iterator[Any]) -> Iterator[ApplyOutco
 
 
 def _apply(task: ApplyTask, changes: list[ChangeRecord], counters: WriteCounters) -> tuple[int, int]:
-    """Write the collapsed changes, WRITES_IN_FLIGHT BatchWriteItem calls at a time.
+    """Put or delete each change's key, several BatchWriteItem calls in flight.
 
-    After `collapse` there is one change per key, so their writes commute: batches of them
-    can go out at once, in any order, as the snapshot's do.
+    After `collapse` there is one change per key, so their writes commute and may go out
+    in any order. A change without its image first reads it from the source (`_lookup`).
+    Keys and images are DynamoDB JSON as the rows carry them: sent as they are.
     """
     renames = dict(task.renames)
-    chunks = [changes[i : i + task.batch_size] for i in range(0, len(changes), task.batch_size)]
-    if not chunks:
-        return 0, 0
-    with ThreadPoolExecutor(min(WRITES_IN_FLIGHT, len(chunks)), thread_name_prefix="apply") as pool:
-        written = list(pool.map(lambda chunk: _write_chunk(task, chunk, renames), chunks))  # raises the first failure
-    for _, _, chunk_counters in written:
-        counters.add(chunk_counters)
-    return sum(w[0] for w in written), sum(w[1] for w in written)
-
-
-def _write_chunk(task: ApplyTask, changes: list[ChangeRecord], renames: dict[str, str]) -> tuple[int, int, WriteCounters]:
-    """Put or delete each change's key (a change without its image first reads it from the source)."""
-    counters = WriteCounters()
-    # Keys and images are DynamoDB JSON as the rows carry them: sent as they are (migrator.wire).
-    writer = BatchWriter(
-        wire_client(task.target), task.target_table, batch_size=task.batch_size,
-        limiter=CapacityLimiter(None), counters=counters, report_capacity=task.target_reports_capacity,
-    )  # fmt: skip
     puts = deletes = 0
-    for change in changes:
-        image = _lookup(task, change) if change.needs_lookup else change.new_image
-        if change.operation == DELETE or image is None:
-            writer.delete(rename_attributes(change.keys, renames))
-            deletes += 1
-        else:
-            writer.put(rename_attributes(image, renames))
-            puts += 1
-    writer.flush()
-    return puts, deletes, counters
+    with PipelinedWriter(
+        task.target, task.target_table, batch_size=task.batch_size,
+        limiter=CapacityLimiter(None), report_capacity=task.target_reports_capacity,
+    ) as writer:  # fmt: skip
+        for change in changes:
+            image = _lookup(task, change) if change.needs_lookup else change.new_image
+            if change.operation == DELETE or image is None:
+                writer.delete(rename_attributes(change.keys, renames))
+                deletes += 1
+            else:
+                writer.put(rename_attributes(image, renames))
+                puts += 1
+        counters.add(writer.close())  # raises the first write failure
+    return puts, deletes
 
 
 def _lookup(task: ApplyTask, change: ChangeRecord):
