@@ -18,6 +18,7 @@ import botocore.exceptions as bx
 
 from migrator import errors
 from migrator.aws import translated
+from migrator.stream.reading import Expired, ShardRead, read_pages
 from migrator.stream.shards import Shard
 from migrator.stream.records import VIEW_TYPES_WITH_NEW_IMAGE
 
@@ -89,15 +90,6 @@ def list_shards(streams: Any, arn: str) -> list[Shard]:
         request["ExclusiveStartShardId"] = last
 
 
-@dataclass
-class ShardRead:
-    """Records read from one shard, and whether the shard is closed and fully read."""
-
-    records: list[dict[str, Any]]
-    reached_end: bool
-    next_iterator: str | None = None  # where the next read of this shard can go on from
-
-
 def read_shard(
     streams: Any,
     arn: str,
@@ -111,65 +103,47 @@ def read_shard(
 ) -> ShardRead:
     """Records of a shard after sequence number `after` (from TRIM_HORIZON when None).
 
-    Without `until` (reading what is new): stops after the first page that has records or
-    the first empty one (an open shard's empty page means "nothing new yet"). With `until`
-    (re-reading a planned range): stops past it (inclusive), after `max_records` or
-    `max_calls`. Either way stops at the end of a closed shard. `iterator`, the
-    `next_iterator` of the read that ended at `after`, saves a GetShardIterator call; an
-    expired one is replaced.
+    See `migrator.stream.reading.read_pages` for when reading stops.
     """
-    records: list[dict[str, Any]] = []
-    iterator = iterator or _iterator(streams, arn, shard_id, after)
-    calls = 0
-    while iterator and calls < max_calls and len(records) < max_records:
-        calls += 1
+    return read_pages(
+        _StreamsApi(streams, arn), _sequence_of, shard_id, after,
+        max_records=max_records, max_calls=max_calls, until=until, iterator=iterator,
+    )  # fmt: skip
+
+
+def _sequence_of(record: dict[str, Any]) -> str:
+    return record["dynamodb"]["SequenceNumber"]
+
+
+@dataclass(frozen=True)
+class _StreamsApi:
+    streams: Any
+    arn: str
+
+    def iterator(self, shard_id: str, after: str | None) -> str | None:
+        request: dict[str, Any] = {"StreamArn": self.arn, "ShardId": shard_id}
+        if after is None:
+            request["ShardIteratorType"] = "TRIM_HORIZON"
+        else:
+            request.update(ShardIteratorType="AFTER_SEQUENCE_NUMBER", SequenceNumber=after)
         try:
-            response = _get_records(streams, iterator, min(1000, max_records - len(records)), arn, shard_id)
-        except _Expired:
-            last = records[-1]["dynamodb"]["SequenceNumber"] if records else after
-            iterator = _iterator(streams, arn, shard_id, last)
-            continue
-        for record in response.get("Records", []):
-            if until is not None and int(record["dynamodb"]["SequenceNumber"]) > int(until):
-                return ShardRead(records, reached_end=False)
-            records.append(record)
-        if until is not None and records and records[-1]["dynamodb"]["SequenceNumber"] == until:
-            return ShardRead(records, reached_end=False)
-        iterator = response.get("NextShardIterator")
-        if until is None:
-            break  # what is there now; the next trigger reads on
-    return ShardRead(records, reached_end=iterator is None, next_iterator=iterator)
-
-
-class _Expired(Exception):
-    """The shard iterator expired (15 minutes): get a new one after the last record."""
-
-
-def _iterator(streams: Any, arn: str, shard_id: str, after: str | None) -> str | None:
-    request: dict[str, Any] = {"StreamArn": arn, "ShardId": shard_id}
-    if after is None:
-        request["ShardIteratorType"] = "TRIM_HORIZON"
-    else:
-        request.update(ShardIteratorType="AFTER_SEQUENCE_NUMBER", SequenceNumber=after)
-    try:
-        return streams.get_shard_iterator(**request).get("ShardIterator")
-    except bx.ClientError as exc:
-        raise _checkpoint_or_translated(exc, shard_id, after, "getting an iterator for") from exc
-
-
-def _get_records(streams: Any, iterator: str, limit: int, arn: str, shard_id: str) -> dict[str, Any]:
-    for pause in (*THROTTLE_BACKOFF_SECONDS, None):
-        try:
-            return streams.get_records(ShardIterator=iterator, Limit=limit)
+            return self.streams.get_shard_iterator(**request).get("ShardIterator")
         except bx.ClientError as exc:
-            code = exc.response.get("Error", {}).get("Code")
-            if code == "ExpiredIteratorException":
-                raise _Expired() from exc
-            if code == "LimitExceededException" and pause is not None:
-                time.sleep(pause)
-                continue
-            raise _checkpoint_or_translated(exc, shard_id, None, "reading") from exc
-    raise AssertionError("unreachable")
+            raise _checkpoint_or_translated(exc, shard_id, after, "getting an iterator for") from exc
+
+    def page(self, shard_id: str, iterator: str, limit: int) -> dict[str, Any]:
+        for pause in (*THROTTLE_BACKOFF_SECONDS, None):
+            try:
+                return self.streams.get_records(ShardIterator=iterator, Limit=limit)
+            except bx.ClientError as exc:
+                code = exc.response.get("Error", {}).get("Code")
+                if code == "ExpiredIteratorException":
+                    raise Expired() from exc
+                if code == "LimitExceededException" and pause is not None:
+                    time.sleep(pause)
+                    continue
+                raise _checkpoint_or_translated(exc, shard_id, None, "reading") from exc
+        raise AssertionError("unreachable")
 
 
 def _checkpoint_or_translated(exc: bx.ClientError, shard_id: str, after: str | None, action: str):

@@ -5,6 +5,10 @@ JSON form is canonical: keys sorted, no spaces, sequence numbers as strings (the
 to 40 digits, past what a JSON reader's float can hold). The offset pins its format
 version and the stream ARN: resuming against another stream (the table's stream was
 disabled and enabled again, or the checkpoint belongs to another table) is refused.
+
+A Kinesis offset also pins `start_at`, the AT_TIMESTAMP where shards not read yet start
+(DynamoDB Streams start them at TRIM_HORIZON): it is fixed on the first run and kept by the
+checkpoint, so a restart never moves it to the restart's own clock.
 """
 
 from __future__ import annotations
@@ -39,14 +43,15 @@ class StreamOffset:
     version: int
     stream_arn: str
     shards: Mapping[str, ShardPosition] = field(default_factory=dict, hash=False)
+    start_at: str | None = None  # Kinesis: ISO-8601 UTC instant of AT_TIMESTAMP for unread shards
 
     def __post_init__(self) -> None:
         # A private, sorted copy: the caller's dict can change without changing the offset.
         object.__setattr__(self, "shards", {shard_id: self.shards[shard_id] for shard_id in sorted(self.shards)})
 
     @classmethod
-    def empty(cls, stream_arn: str) -> "StreamOffset":
-        return cls(OFFSET_FORMAT, stream_arn, {})
+    def empty(cls, stream_arn: str, start_at: str | None = None) -> "StreamOffset":
+        return cls(OFFSET_FORMAT, stream_arn, {}, start_at)
 
     @property
     def finished(self) -> frozenset[str]:
@@ -104,7 +109,7 @@ class StreamOffset:
 
     def to_dict(self) -> dict[str, Any]:
         """The offset as the JSON-ready dict Spark's Python data source API passes around."""
-        return {
+        document = {
             "shards": {
                 shard_id: {"finished": position.finished, "sequence_number": position.sequence_number}
                 for shard_id, position in self.shards.items()
@@ -112,6 +117,9 @@ class StreamOffset:
             "stream_arn": self.stream_arn,
             "version": self.version,
         }
+        if self.start_at is not None:  # absent for DynamoDB Streams: their offsets keep their old form
+            document["start_at"] = self.start_at
+        return document
 
     def to_json(self) -> str:
         """Canonical JSON: equal offsets give equal strings."""
@@ -144,7 +152,10 @@ class StreamOffset:
             }
         except (AttributeError, KeyError, TypeError, ValueError):
             raise CheckpointError("the stream offset is damaged (a shard position is malformed)") from None
-        return cls(OFFSET_FORMAT, saved_arn, shards)
+        start_at = document.get("start_at")
+        if start_at is not None and not isinstance(start_at, str):
+            raise CheckpointError("the stream offset is damaged (start_at is not a timestamp)")
+        return cls(OFFSET_FORMAT, saved_arn, shards, start_at)
 
     @classmethod
     def from_json(cls, text: str, stream_arn: str) -> "StreamOffset":

@@ -1,4 +1,4 @@
-"""DynamoDB Streams shard lineage: which shards to read, in which order, as pure functions.
+"""Shard lineage of DynamoDB Streams and Kinesis: which shards to read, in which order, as pure functions.
 
 A stream's shards form a forest: when DynamoDB splits a table partition, the shard of that
 partition is closed and two child shards name it as `ParentShardId`. Records of one key are
@@ -8,6 +8,10 @@ and shards", DynamoDB Developer Guide: "it's important to process the parent sha
 processing a child shard".) Stream records live 24 hours; a shard whose records have all
 expired disappears from DescribeStream, so a parent that is no longer listed counts as
 consumed.
+
+Kinesis streams reshard the same way, and also merge: a merged shard has two parents,
+`ParentShardId` and `AdjacentParentShardId`, and is read only once both are consumed
+("Resharding a stream", Kinesis Data Streams Developer Guide).
 """
 
 from __future__ import annotations
@@ -25,10 +29,11 @@ class Shard:
     parent_id: str | None
     starting_sequence: str
     ending_sequence: str | None = None
+    adjacent_parent_id: str | None = None  # a Kinesis merge's second parent
 
     @classmethod
     def from_description(cls, description: Mapping[str, Any]) -> "Shard":
-        """Build from one element of DescribeStream's `StreamDescription.Shards`."""
+        """Build from one element of DescribeStream's `StreamDescription.Shards` (or Kinesis ListShards' `Shards`)."""
         shard_id = description["ShardId"]
         numbers = description.get("SequenceNumberRange") or {}
         starting = numbers.get("StartingSequenceNumber")
@@ -39,7 +44,13 @@ class Shard:
             parent_id=description.get("ParentShardId") or None,
             starting_sequence=starting,
             ending_sequence=numbers.get("EndingSequenceNumber"),
+            adjacent_parent_id=description.get("AdjacentParentShardId") or None,
         )
+
+    @property
+    def parent_ids(self) -> tuple[str, ...]:
+        """One parent after a split, two after a Kinesis merge, none for an original shard."""
+        return tuple(p for p in (self.parent_id, self.adjacent_parent_id) if p is not None)
 
     @property
     def closed(self) -> bool:
@@ -64,19 +75,24 @@ def lineage_order(shards: Iterable[Shard]) -> list[Shard]:
     """
     by_id = _by_id(shards)
     children: dict[str, list[Shard]] = {}
+    waiting_for: dict[str, int] = {}  # shard -> how many of its listed parents are not placed yet
     ready: list[tuple[tuple[int, str], Shard]] = []
     for shard in by_id.values():
-        if _listed_parent(shard, by_id) is None:
+        parents = _listed_parents(shard, by_id)
+        if not parents:
             ready.append((shard.sort_key, shard))
-        else:
-            children.setdefault(shard.parent_id, []).append(shard)
+        waiting_for[shard.shard_id] = len(parents)
+        for parent in parents:
+            children.setdefault(parent.shard_id, []).append(shard)
     heapq.heapify(ready)
     ordered: list[Shard] = []
     while ready:
         _, shard = heapq.heappop(ready)
         ordered.append(shard)
         for child in children.pop(shard.shard_id, ()):
-            heapq.heappush(ready, (child.sort_key, child))
+            waiting_for[child.shard_id] -= 1
+            if waiting_for[child.shard_id] == 0:
+                heapq.heappush(ready, (child.sort_key, child))
     if len(ordered) != len(by_id):
         stuck = sorted(set(by_id) - {shard.shard_id for shard in ordered})
         raise ValueError(f"shard lineage has a cycle through {', '.join(stuck)}")
@@ -84,12 +100,12 @@ def lineage_order(shards: Iterable[Shard]) -> list[Shard]:
 
 
 def readable_shards(shards: Iterable[Shard], finished: set[str] | frozenset[str]) -> list[Shard]:
-    """Shards that may be read now, in lineage order: not finished, parent finished or not listed."""
+    """Shards that may be read now, in lineage order: not finished, every parent finished or not listed."""
     by_id = _by_id(shards)
     return [
         shard for shard in lineage_order(by_id.values())
         if shard.shard_id not in finished
-        and (shard.parent_id is None or shard.parent_id in finished or shard.parent_id not in by_id)
+        and all(parent in finished or parent not in by_id for parent in shard.parent_ids)
     ]
 
 
@@ -97,13 +113,14 @@ def depth(shards: Iterable[Shard]) -> dict[str, int]:
     """Each shard's generation among the listed shards: 0 for a shard without a listed parent.
 
     Records of one key in a parent and its child compare by (depth, sequence number): the
-    parent's records come first whatever their sequence numbers say.
+    parent's records come first whatever their sequence numbers say. A merged shard is one
+    deeper than the deeper of its parents.
     """
     by_id = _by_id(shards)
     depths: dict[str, int] = {}
     for shard in lineage_order(by_id.values()):
-        parent = _listed_parent(shard, by_id)
-        depths[shard.shard_id] = 0 if parent is None else depths[parent.shard_id] + 1
+        parents = _listed_parents(shard, by_id)
+        depths[shard.shard_id] = 1 + max(depths[p.shard_id] for p in parents) if parents else 0
     return depths
 
 
@@ -117,5 +134,5 @@ def _by_id(shards: Iterable[Shard]) -> dict[str, Shard]:
     return by_id
 
 
-def _listed_parent(shard: Shard, by_id: Mapping[str, Shard]) -> Shard | None:
-    return None if shard.parent_id is None else by_id.get(shard.parent_id)
+def _listed_parents(shard: Shard, by_id: Mapping[str, Shard]) -> list[Shard]:
+    return [by_id[parent] for parent in shard.parent_ids if parent in by_id]

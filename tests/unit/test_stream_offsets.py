@@ -158,3 +158,13 @@ def test_empty_offset_round_trips():
     empty = StreamOffset.empty(ARN)
     assert empty.to_json() == f'{{"shards":{{}},"stream_arn":"{ARN}","version":{OFFSET_FORMAT}}}'
     assert StreamOffset.from_json(empty.to_json(), ARN) == empty
+
+
+def test_a_kinesis_offset_keeps_its_start_and_a_dynamodb_streams_offset_has_none():
+    from migrator.stream.offsets import StreamOffset
+
+    offset = StreamOffset.empty("arn:k", "2026-11-29T10:00:00.000001+00:00")
+    document = offset.to_dict()
+    assert document["start_at"] == "2026-11-29T10:00:00.000001+00:00"
+    assert StreamOffset.from_dict(document, "arn:k") == offset
+    assert "start_at" not in StreamOffset.empty("arn:d").to_dict()  # DynamoDB Streams offsets keep their form

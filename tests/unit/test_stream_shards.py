@@ -198,3 +198,27 @@ def test_depth_of_three_generations():
 
 def test_depth_counts_from_the_oldest_listed_ancestor():
     assert depth([shard("g2", 30, parent="g1"), shard("g1", 20, parent="trimmed", end=29)]) == {"g1": 0, "g2": 1}
+
+
+def test_a_merged_kinesis_shard_waits_for_both_parents_and_is_deeper_than_either():
+    from migrator.stream.shards import Shard, depth, lineage_order, readable_shards
+
+    a = Shard("a", None, "1", "10")
+    b = Shard("b", None, "2", "20")
+    a1 = Shard("a1", "a", "30", "40")
+    merged = Shard("m", "a1", "50", adjacent_parent_id="b")
+    listed = [merged, b, a1, a]
+    assert [s.shard_id for s in lineage_order(listed)] == ["a", "b", "a1", "m"]
+    assert depth(listed) == {"a": 0, "b": 0, "a1": 1, "m": 2}
+    assert [s.shard_id for s in readable_shards(listed, {"a", "a1"})] == ["b"]
+    assert [s.shard_id for s in readable_shards(listed, {"a", "a1", "b"})] == ["m"]
+    assert [s.shard_id for s in readable_shards([merged, a1], {"a1"})] == ["m"]  # b trimmed: consumed
+
+
+def test_kinesis_list_shards_entries_carry_the_adjacent_parent():
+    from migrator.stream.shards import Shard
+
+    shard = Shard.from_description(
+        {"ShardId": "m", "ParentShardId": "a", "AdjacentParentShardId": "b", "SequenceNumberRange": {"StartingSequenceNumber": "7"}}
+    )
+    assert shard.parent_ids == ("a", "b") and not shard.closed
