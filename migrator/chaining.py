@@ -42,7 +42,9 @@ from migrator.config import MigratorConfig
 from migrator.errors import STOPPED_RATHER_THAN_SKIP, CheckpointError, ConfigError, StreamGap
 from migrator.export.manifest import ExportSummary
 from migrator.source.s3export import ExportManifests
+from migrator.kinesis_start import open_kinesis
 from migrator.stream.dynamodb_streams import StreamInfo, ensure_stream
+from migrator.stream.kinesis import KinesisStream, check_start_is_retained
 from migrator.target import tables
 
 log = logging.getLogger(__name__)
@@ -66,6 +68,7 @@ class LiveStream:
     table: str
     stream: StreamInfo | None  # None: the table has no stream
     created_at: datetime | None  # when the stream was created; None when unknown (or no stream)
+    key_names: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -94,11 +97,11 @@ def find_live_stream(config: MigratorConfig, manifests: ExportManifests) -> Live
     _check_same_table(config, manifests.summary, described)
     description = described.description
     enabled = (description.get("StreamSpecification") or {}).get("StreamEnabled")
-    if not (enabled and description.get("LatestStreamArn")):
-        return LiveStream(live.table, None, None)
+    if config.kinesis is not None or not (enabled and description.get("LatestStreamArn")):
+        return LiveStream(live.table, None, None, described.key_names)  # Kinesis mode reads no DynamoDB stream
     stream = ensure_stream(client, live.table, may_enable=False)  # the stream as replication uses it
     streams = aws.client(spec, "dynamodbstreams")
-    return LiveStream(live.table, stream, stream_created_at(streams, stream.arn))
+    return LiveStream(live.table, stream, stream_created_at(streams, stream.arn), described.key_names)
 
 
 def _check_same_table(config: MigratorConfig, summary: ExportSummary, live: tables.TableInfo) -> None:
@@ -240,7 +243,8 @@ def check_resumable(
     skip the changes made between this export's instant and the checkpoint's position.
     """
     if not saved.exists():
-        check_gap(config, live, manifests.summary)
+        if config.kinesis is None:  # Kinesis: the start's age is checked in open_kinesis_stream
+            check_gap(config, live, manifests.summary)
         return
     pending = {f.data_file_s3_key for f in manifests.files} - done
     if pending:
@@ -252,6 +256,8 @@ def check_resumable(
             saved.where,
             ways_out="Nothing was written",
         )
+    if config.kinesis is not None:
+        return  # the Kinesis stream's retention decides: checked once it is described (open_kinesis_stream)
     if live.stream is None:
         raise chained_checkpoint_error(
             CheckpointError(f"table {live.table!r} has no stream any more: the stream the checkpoint reads is gone"),
@@ -273,6 +279,49 @@ def open_stream(config: MigratorConfig, live: LiveStream) -> StreamInfo:
     source = config.live_source
     client = aws.client(source.client_spec("source").for_control_plane())
     return ensure_stream(client, source.table, may_enable=source.enable_stream)
+
+
+def open_kinesis_stream(config: MigratorConfig, live: LiveStream, summary: ExportSummary, saved: Checkpoint) -> KinesisStream:
+    """Kinesis: replay from the export's instant (by default), if the stream still holds it.
+
+    The Kinesis stream keeps records its retention period (up to a year): a replay start
+    older than that, less 6 h to catch up, is a gap (StreamGap, unless source.acceptStreamGap);
+    a checkpoint older than that is refused with the chained ways out.
+    """
+    resuming = saved.exists()
+    instant = export_instant(summary)
+    stream = open_kinesis(
+        config, live.key_names, export_instant=instant.time, export_field=instant.field, resuming=resuming,
+        check_start=lambda start, hours: check_kinesis_gap(config, start, hours),
+    )  # fmt: skip
+    if resuming:
+        try:
+            saved.check_age(retention_hours=stream.retention_hours)
+        except CheckpointError as exc:
+            raise chained_checkpoint_error(exc, saved.where) from None
+    return stream
+
+
+def check_kinesis_gap(config: MigratorConfig, start: str, hours: int, *, imported: bool = False) -> None:
+    """StreamGap when the Kinesis stream no longer holds the replay start, unless source.acceptStreamGap.
+
+    `imported`: checked again once the import is done (a long import ages the start).
+    """
+    try:
+        check_start_is_retained(start, hours)
+    except CheckpointError as exc:
+        if config.source.accept_stream_gap:
+            log.warning("source.acceptStreamGap is true, so the run goes on although %s", exc.reason)
+            return
+        reason = f"the Kinesis stream cannot replay every change since the export: {exc.reason}"
+        if not imported:
+            raise StreamGap(reason) from None
+        error = StreamGap(
+            f"the import took too long: {reason}",
+            "The export is imported (the savepoint records it, so a rerun does not import it again); nothing was replicated",
+        )
+        error.exit_code = 1  # something was written: not the "bad input" code
+        raise error from None
 
 
 def chained_checkpoint_error(error: CheckpointError, where: str) -> CheckpointError:

@@ -31,13 +31,21 @@ from migrator.errors import CheckpointError, ConfigError
 
 log = logging.getLogger(__name__)
 
-MAX_AGE_SECONDS = 18 * 3600
+RETENTION_MARGIN_SECONDS = 6 * 3600  # time left to catch up before the stream trims what is still unread
+MAX_AGE_SECONDS = 24 * 3600 - RETENTION_MARGIN_SECONDS  # DynamoDB Streams keep records 24 h
 HEARTBEAT_SECONDS = 60
 HEARTBEAT_FILE = "migrator-heartbeat.json"
+KEY_STATE_FOLDER = "migrator-key-state"  # Kinesis: one file per micro-batch (migrator.stream.key_state)
 
 
 def app_name(config: MigratorConfig) -> str:
-    """`appName`, else migrator_<the table whose stream is read>: the source table, or an export's streamSource."""
+    """`appName`, else migrator_<the table whose stream is read>: the source table, or an export's streamSource.
+
+    In Kinesis mode: streamChanges.appName, appName, else migrator_<table>_<ARN hash>
+    (`MigratorConfig.kinesis_app_name`), so two migrators on two streams never share a checkpoint.
+    """
+    if config.kinesis is not None:
+        return config.kinesis_app_name
     live = config.live_source
     return config.app_name or f"migrator_{live.table if live is not None else config.source.table}"
 
@@ -89,16 +97,22 @@ class Checkpoint:
         times = [t for t in (self._newest_commit(), self._heartbeat()) if t is not None]
         return max(times) if times else None
 
-    def check_age(self, now: float | None = None) -> None:
-        """Raise CheckpointError when the stream may have dropped records the checkpoint still needs."""
+    def check_age(self, now: float | None = None, retention_hours: int | None = None) -> None:
+        """Raise CheckpointError when the stream may have dropped records the checkpoint still needs.
+
+        DynamoDB Streams keep records 24 h (limit 18 h); a Kinesis stream keeps them
+        `retention_hours` (limit: that less 6 h, as for DynamoDB Streams).
+        """
         alive = self.last_alive()
         if alive is None:
             return
         age = (now if now is not None else time.time()) - alive
-        if age > MAX_AGE_SECONDS:
+        kept = f"the Kinesis stream keeps records {retention_hours} h" if retention_hours else "DynamoDB Streams keep records 24 h"
+        limit = retention_hours * 3600 - RETENTION_MARGIN_SECONDS if retention_hours else MAX_AGE_SECONDS
+        if age > limit:
             raise CheckpointError(
-                f"it was last advanced {age / 3600:.1f} h ago (the limit is {MAX_AGE_SECONDS // 3600} h): "
-                "DynamoDB Streams keep records 24 h, so changes made while the job was stopped may be gone",
+                f"it was last advanced {age / 3600:.1f} h ago (the limit is {limit // 3600} h): "
+                f"{kept}, so changes made while the job was stopped may be gone",
                 self.where,
             )
 
@@ -108,9 +122,42 @@ class Checkpoint:
         if now - self._last_beat < HEARTBEAT_SECONDS:
             return
         self._last_beat = now
-        stream = self._fs.create(self._child(HEARTBEAT_FILE), True)
+        self._write(self._child(HEARTBEAT_FILE), json.dumps({"aliveAt": now}))
+
+    def save_key_state(self, batch_id: int, text: str) -> None:
+        self._write(self._child(f"{KEY_STATE_FOLDER}/{batch_id}.json"), text)
+
+    def load_key_state(self, before_batch: int) -> list[tuple[int, str]]:
+        """The key state files of batches before `before_batch`, oldest first.
+
+        A file of `before_batch` or later belongs to a batch Spark did not commit (it is
+        being replayed): it is not read.
+        """
+        folder = self._child(KEY_STATE_FOLDER)
+        if not self._fs.exists(folder):
+            return []
+        batches = []
+        for status in self._fs.listStatus(folder):
+            name = status.getPath().getName()
+            if name.endswith(".json") and name[:-5].isdigit() and int(name[:-5]) < before_batch:
+                batches.append(int(name[:-5]))
+        return [(batch, self._read(self._child(f"{KEY_STATE_FOLDER}/{batch}.json"))) for batch in sorted(batches)]
+
+    def forget_key_state(self, batch_ids: list[int]) -> None:
+        for batch in batch_ids:
+            self._fs.delete(self._child(f"{KEY_STATE_FOLDER}/{batch}.json"), False)
+
+    def _write(self, path, text: str) -> None:
+        stream = self._fs.create(path, True)
         try:
-            stream.write(json.dumps({"aliveAt": now}).encode("utf-8"))
+            stream.write(text.encode("utf-8"))
+        finally:
+            stream.close()
+
+    def _read(self, path) -> str:
+        stream = self._fs.open(path)
+        try:
+            return self._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
         finally:
             stream.close()
 
@@ -135,12 +182,7 @@ class Checkpoint:
         if not self._fs.exists(path):
             return None
         try:
-            stream = self._fs.open(path)
-            try:
-                text = self._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
-            finally:
-                stream.close()
-            return float(json.loads(text)["aliveAt"])
+            return float(json.loads(self._read(path))["aliveAt"])
         except (Py4JJavaError, ValueError, KeyError, TypeError):  # damaged: the commits still tell
             log.warning("ignoring an unreadable heartbeat file in %s", self.where)
             return None

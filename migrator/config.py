@@ -948,12 +948,6 @@ def _refuse_chaining(source: dict[str, Any], target: Any, on_invalid_checkpoint:
             "block naming that table), or set target.streamChanges: false to import the export only",
             path,
         )
-    if isinstance(changes, dict):
-        raise UnsupportedFeature(
-            "replicating changes from Kinesis Data Streams",
-            "target.streamChanges",
-            "use streamChanges: true to replicate the live table's DynamoDB stream after the import",
-        )
     if on_invalid_checkpoint == "restart":
         # restart means "copy the source again and replicate from the stream's oldest record";
         # an export cannot be taken again by the migrator, and re-importing the same one would

@@ -31,6 +31,11 @@ class ReplicationMetrics:
         self.transient_errors = Counter(
             "migrator_transient_errors", "Retried throttling, 5xx and connection errors", registry=self.registry
         )
+        self.dropped = Counter(
+            "migrator_stream_records_dropped",
+            "Stream records not applied: not a change of the source table, or (Kinesis) a duplicate or stale change",
+            ["reason"], registry=self.registry,
+        )  # fmt: skip
         self.batches = Counter("migrator_batches", "Micro-batches applied", registry=self.registry)
         self.lag_ms = Gauge("migrator_lag_ms", "Now minus the newest applied change's creation time", registry=self.registry)
         self.shards_active = Gauge("migrator_shards_active", "Shards that delivered records in the last batch", registry=self.registry)
@@ -54,10 +59,12 @@ class ReplicationMetrics:
 
     def observe(
         self, *, records: int, puts: int, deletes: int, retries: int, shards: int, lag_seconds: float | None,
-        iterator_age_seconds: float | None = None,
+        iterator_age_seconds: float | None = None, dropped: dict[str, int] | None = None,
     ) -> None:  # fmt: skip
         """Count one applied batch and update the gauges and alerts."""
         self.batches.inc()
+        for reason, count in (dropped or {}).items():
+            self.dropped.labels(reason).inc(count)
         if iterator_age_seconds is not None:
             self.iterator_age_ms.set(iterator_age_seconds * 1000)
         self.records.inc(records)

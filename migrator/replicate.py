@@ -23,14 +23,14 @@ import re
 import signal
 import threading
 import time
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator
 
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
-from migrator import aws
 from migrator.config import LoadedConfig, load_config
 from migrator.connection import ClientSpec
 from migrator.checkpoint import Checkpoint
@@ -40,9 +40,13 @@ from migrator.metrics import ReplicationMetrics
 from migrator.ratelimit import CapacityLimiter
 from migrator.spark import leave_ctrl_c_to_the_driver
 from migrator.stream.collapse import collapse, drop_filtered, key_repr
-from migrator.stream.dynamodb_streams import StreamInfo, list_shards, read_shard
+from migrator.stream.dynamodb_streams import StreamInfo
+from migrator.stream.feeds import DynamoDBStreamsFeed, KinesisFeed
+from migrator.stream.kinesis import KinesisStream
+from migrator.stream.kinesis_records import SkippedRecord
 from migrator.stream.offsets import ShardPosition, StreamOffset
-from migrator.stream.records import DELETE, ChangeRecord, from_dynamodb_stream_record
+from migrator.stream import key_state
+from migrator.stream.records import DELETE, ChangeRecord
 from migrator.stream.shards import depth, readable_shards
 from migrator.target.pipeline import PipelinedWriter
 from migrator.target.writer import WriteCounters
@@ -54,12 +58,15 @@ SOURCE_NAME = "dynamodb_changes"
 ROW_SCHEMA = (
     "key STRING, operation STRING, keys STRING, image STRING, shard_id STRING, "
     "sequence_number STRING, depth INT, created_at DOUBLE, ttl_delete BOOLEAN, needs_lookup BOOLEAN, "
-    "replicated BOOLEAN"
+    "replicated BOOLEAN, order_micros BIGINT, skipped STRING"
 )
+SKIPPED = "SKIPPED"  # the operation of a row standing for a record that is no change of the source
 RECORDS_PER_SHARD_PER_BATCH = 1000
 # Lambda polls a DynamoDB stream's shards four times a second; twice keeps well within
 # GetRecords' five calls per second per shard and DescribeStream's ten per second.
 TRIGGER_INTERVAL = "500 milliseconds"
+
+Feed = DynamoDBStreamsFeed | KinesisFeed
 
 
 # ---- the data source: runs in a Python process under the driver JVM, and on executors ----
@@ -69,19 +76,16 @@ TRIGGER_INTERVAL = "500 milliseconds"
 class ShardRange:
     """Records of one shard after `after` up to `until` (inclusive), maybe already read."""
 
-    source: ClientSpec
-    stream_arn: str
+    feed: Feed
     shard_id: str
     after: str | None
     until: str
     depth: int
-    key_names: tuple[str, ...]
-    view_type: str
     records: list[dict[str, Any]] | None = field(default=None, compare=False)
 
 
 class ChangesDataSource(DataSource):
-    """`spark.readStream.format("dynamodb_changes")`: options `config`, `streamArn`, `viewType`, `keyNames`."""
+    """`spark.readStream.format("dynamodb_changes")`: options `config` and `feed` (see `feed_option`)."""
 
     @classmethod
     def name(cls) -> str:
@@ -94,16 +98,29 @@ class ChangesDataSource(DataSource):
         return ChangesReader(self.options)
 
 
+def feed_option(stream: StreamInfo | KinesisStream, table: str) -> str:
+    """What the reader needs to know about the stream, as a data source option (no secrets)."""
+    if isinstance(stream, KinesisStream):
+        return json.dumps({"kind": "kinesis", "arn": stream.arn, "table": table, "keyNames": list(stream.key_names), "startAt": stream.start_at})
+    return json.dumps({"kind": "dynamodb-streams", "arn": stream.arn, "viewType": stream.view_type, "keyNames": list(stream.key_names)})
+
+
+def _feed(source: ClientSpec, option: str) -> Feed:
+    spec = json.loads(option)
+    if spec["kind"] == "kinesis":
+        return KinesisFeed(source, spec["arn"], spec["table"], tuple(spec["keyNames"]), spec["startAt"])
+    return DynamoDBStreamsFeed(source, spec["arn"], spec["viewType"], tuple(spec["keyNames"]))
+
+
 class ChangesReader(DataSourceStreamReader):
     """Offsets are per-shard positions; the driver plans one partition per shard with new records."""
 
     def __init__(self, options: dict[str, str]):
         # Credentials are not options (options show in query plans): they come from the config file.
         config = load_config(options["config"]).config
-        self._source = config.live_source.client_spec("source")  # the table whose stream is read
-        self._arn = options["streamArn"]
-        self._view_type = options["viewType"]
-        self._key_names = tuple(json.loads(options["keyNames"]))
+        # The table whose stream is read: the source, or an S3 export's streamSource.
+        self._feed = _feed(config.live_source.client_spec("source"), options["feed"])
+        self._arn = self._feed.arn
         self._position: StreamOffset | None = None
         self._listed: list | None = None  # the shards latestOffset saw, for partitions' depths
         self._cache: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
@@ -111,12 +128,16 @@ class ChangesReader(DataSourceStreamReader):
         # GetShardIterator call less per shard and trigger.
         self._iterators: dict[str, tuple[str | None, str]] = {}
 
-    def _streams(self):
-        return aws.client(self._source, "dynamodbstreams")
+    def _offset(self, document: dict) -> StreamOffset:
+        """An offset of the checkpoint; its Kinesis start (fixed on the first run) is the one read from."""
+        offset = StreamOffset.from_dict(document, self._arn)
+        if offset.start_at is not None and offset.start_at != self._feed.start_at:
+            self._feed = replace(self._feed, start_at=offset.start_at)
+        return offset
 
     def initialOffset(self) -> dict:
-        shards = list_shards(self._streams(), self._arn)
-        return StreamOffset.empty(self._arn).with_shards(shards).to_dict()
+        shards = self._feed.list_shards()
+        return StreamOffset.empty(self._arn, self._feed.start_at).with_shards(shards).to_dict()
 
     def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict:
         """Read what is new in every readable shard; the offset after it ends the next batch.
@@ -126,26 +147,25 @@ class ChangesReader(DataSourceStreamReader):
         `partitions(offset, offset)` instead, which sets `_position`.
         """
         if start is not None:
-            current = StreamOffset.from_dict(start, self._arn)
+            current = self._offset(start)
         else:
-            current = self._position or StreamOffset.from_dict(self.initialOffset(), self._arn)
-        listed = self._listed = list_shards(self._streams(), self._arn)
+            current = self._position or self._offset(self.initialOffset())
+        listed = self._listed = self._feed.list_shards()
         lost = current.lost_shards(listed)
         if lost:
             raise CheckpointError(f"shards {', '.join(lost)} of the checkpoint are gone from the stream before being read to their end")
         current = current.without_trimmed(listed).with_shards(listed)
         for shard in readable_shards(listed, current.finished):
             after = current.shards[shard.shard_id].sequence_number
-            read = read_shard(
-                self._streams(), self._arn, shard.shard_id, after, max_records=RECORDS_PER_SHARD_PER_BATCH,
-                iterator=self._iterator_after(shard.shard_id, after),
-            )  # fmt: skip
+            read = self._feed.read_new(
+                shard.shard_id, after, RECORDS_PER_SHARD_PER_BATCH, self._iterator_after(shard.shard_id, after)
+            )
             if read.next_iterator is not None:
-                last = read.records[-1]["dynamodb"]["SequenceNumber"] if read.records else after
+                last = self._feed.sequence_of(read.records[-1]) if read.records else after
                 self._iterators[shard.shard_id] = (last, read.next_iterator)
             if read.records:
                 self._cache[(shard.shard_id, after)] = read.records
-                current = current.advance(shard.shard_id, read.records[-1]["dynamodb"]["SequenceNumber"])
+                current = current.advance(shard.shard_id, self._feed.sequence_of(read.records[-1]))
             if read.reached_end and shard.closed:
                 current = current.finish(shard.shard_id)
         self._position = current
@@ -157,45 +177,38 @@ class ChangesReader(DataSourceStreamReader):
         return cached[1] if cached is not None and cached[0] == after else None
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
-        first, last = StreamOffset.from_dict(start, self._arn), StreamOffset.from_dict(end, self._arn)
+        first, last = self._offset(start), self._offset(end)
         if self._position is None:  # a restart: Spark tells us where its log ends
             self._position = last
         if first == last:
             return []
-        # The shards latestOffset just listed (no second DescribeStream), or, for a batch
+        # The shards latestOffset just listed (no second listing), or, for a batch
         # replayed after a restart, a fresh listing.
-        depths = depth(self._listed if self._listed is not None else list_shards(self._streams(), self._arn))
+        depths = depth(self._listed if self._listed is not None else self._feed.list_shards())
         ranges = []
         for shard_id, position in last.shards.items():
             after = first.shards.get(shard_id, ShardPosition()).sequence_number
             if position.sequence_number is None or position.sequence_number == after:
                 continue
             cached = self._cache.pop((shard_id, after), None)
-            if cached and cached[-1]["dynamodb"]["SequenceNumber"] != position.sequence_number:
+            if cached and self._feed.sequence_of(cached[-1]) != position.sequence_number:
                 cached = None
             ranges.append(
-                InputPartition(
-                    ShardRange(
-                        self._source, self._arn, shard_id, after, position.sequence_number,
-                        depths.get(shard_id, 0), self._key_names, self._view_type, cached,
-                    )
-                )
-            )  # fmt: skip
+                InputPartition(ShardRange(self._feed, shard_id, after, position.sequence_number, depths.get(shard_id, 0), cached))
+            )
         return ranges
 
     def read(self, partition: InputPartition) -> Iterator[tuple]:
         planned: ShardRange = partition.value
         records = planned.records
         if records is None:  # nothing cached (a restart): read the same range again by sequence number
-            streams = aws.client(planned.source, "dynamodbstreams")
-            records = read_shard(
-                streams, planned.stream_arn, planned.shard_id, planned.after,
-                max_records=10**7, max_calls=10**5, until=planned.until,
-            ).records  # fmt: skip
+            records = planned.feed.read_range(planned.shard_id, planned.after, planned.until).records
         for record in records:
-            change = from_dynamodb_stream_record(
-                record, planned.key_names, planned.shard_id, planned.depth, planned.view_type, planned.source.region
-            )
+            try:
+                change = planned.feed.to_change(record, planned.shard_id, planned.depth)
+            except SkippedRecord as skipped:  # counted and logged by the driver, never fatal
+                yield _skipped_row(planned, record, skipped)
+                continue
             yield _to_row(change)
 
     def commit(self, end: dict) -> None:
@@ -204,11 +217,22 @@ class ChangesReader(DataSourceStreamReader):
 
 def _to_row(change: ChangeRecord) -> tuple:
     image = json.dumps(to_dynamodb_json(change.new_image)) if change.new_image is not None else None
+    # DynamoDB Streams order a key's changes by (depth, sequence); Kinesis by (creation µs, depth, sequence).
+    micros, depth_ = (change.order[0], change.order[1]) if len(change.order) == 3 else (0, change.order[0])
     return (
         key_repr(change.key), change.operation, json.dumps(to_dynamodb_json(change.keys)), image,
-        change.shard_id, change.sequence_number, change.order[0], change.created_at,
-        change.user_identity_is_ttl, change.needs_lookup, change.replicated,
+        change.shard_id, change.sequence_number, depth_, change.created_at,
+        change.user_identity_is_ttl, change.needs_lookup, change.replicated, micros, None,
     )  # fmt: skip
+
+
+def _skipped_row(planned: ShardRange, record: dict[str, Any], skipped: SkippedRecord) -> tuple:
+    sequence = planned.feed.sequence_of(record)
+    return (None, SKIPPED, None, None, planned.shard_id, sequence, planned.depth, 0.0, False, False, False, 0, f"{skipped.kind}: {skipped}")
+
+
+def _order(row: Any) -> tuple:
+    return (row["order_micros"], row["depth"], int(row["sequence_number"]))
 
 
 def _from_row(row: Any) -> ChangeRecord:
@@ -218,7 +242,7 @@ def _from_row(row: Any) -> ChangeRecord:
     return ChangeRecord(
         key=row["key"], keys=keys, operation=row["operation"], new_image=image,
         shard_id=row["shard_id"], sequence_number=row["sequence_number"], created_at=row["created_at"],
-        order=(row["depth"], int(row["sequence_number"])),
+        order=_order(row),
         user_identity_is_ttl=row["ttl_delete"], needs_lookup=row["needs_lookup"], replicated=row["replicated"],
     )  # fmt: skip
 
@@ -239,6 +263,8 @@ class ApplyTask:
     target_reports_capacity: bool
     skip_ttl_deletions: bool = False
     skip_replicated_writes: bool = False
+    # Kinesis: keys whose changes in this batch are not newer than the ones applied before.
+    stale_keys: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -251,11 +277,31 @@ class ApplyOutcome:
     newest_created_at: float = 0.0
     error: MigratorError | None = None
     newest_by_shard: tuple[tuple[str, float], ...] = ()  # for the iterator age
+    dropped: tuple[tuple[str, int], ...] = ()  # (reason, records) not applied
+    first_skipped: str | None = None  # why the first record that is no change was skipped
+
+
+def newest_orders(rows: Iterator[Any]) -> Iterator[tuple[str, tuple]]:
+    """Each key's newest change order in this partition (Kinesis: checked against the key state)."""
+    pairs = ((row["key"], _order(row)) for row in rows if row["operation"] != SKIPPED)
+    yield from key_state.newest_per_key(pairs).items()
 
 
 def apply_partition(task: ApplyTask, rows: Iterator[Any]) -> Iterator[ApplyOutcome]:
     """Collapse this partition's changes to one per key and write them; never raises."""
-    changes = [_from_row(row) for row in rows]
+    changes, skipped = [], []
+    read = 0
+    for row in rows:
+        read += 1
+        if row["operation"] == SKIPPED:
+            skipped.append(row["skipped"])
+        else:
+            changes.append(_from_row(row))
+    stale = [c for c in changes if c.key in task.stale_keys]
+    dropped = Counter(reason.split(":", 1)[0] for reason in skipped)
+    if stale:
+        dropped["stale"] = len(stale)
+        changes = [c for c in changes if c.key not in task.stale_keys]
     counters = WriteCounters()
     try:
         # Filter before collapsing: a dropped TTL deletion must not hide the put before it.
@@ -273,8 +319,8 @@ def apply_partition(task: ApplyTask, rows: Iterator[Any]) -> Iterator[ApplyOutco
     for change in changes:
         newest_by_shard[change.shard_id] = max(change.created_at, newest_by_shard.get(change.shard_id, 0.0))
     yield ApplyOutcome(
-        len(changes), puts, deletes, counters.retries, frozenset(newest_by_shard), newest, error,
-        tuple(newest_by_shard.items()),
+        read, puts, deletes, counters.retries, frozenset(newest_by_shard), newest, error,
+        tuple(newest_by_shard.items()), tuple(dropped.items()), skipped[0] if skipped else None,
     )  # fmt: skip
 
 
@@ -320,10 +366,12 @@ class ReplicationSummary:
     deletes: int = 0
     lag_seconds: float | None = None
     reinitializations: int = 0
+    dropped: Counter = field(default_factory=Counter)  # reason -> stream records not applied
     started: float = field(default_factory=time.monotonic)
 
     def render(self) -> str:
         lag = f"{self.lag_seconds:.1f}s" if self.lag_seconds is not None else "n/a"
+        dropped = ", ".join(f"{count:,} {reason}" for reason, count in sorted(self.dropped.items())) or "none"
         return "\n".join(
             [
                 "replication stopped",
@@ -331,10 +379,11 @@ class ReplicationSummary:
                 f"  stream records:  {self.records:,}",
                 f"  items put:       {self.puts:,}",
                 f"  items deleted:   {self.deletes:,}",
+                f"  records dropped: {dropped}",
                 f"  last lag:        {lag}",
                 f"  re-initialized:  {self.reinitializations} times (invalidCheckpointBehavior: restart)",
                 f"  seconds:         {time.monotonic() - self.started:,.1f}",
-                "  the source's stream was left enabled: disable it yourself when done",
+                "  the source's stream (or Kinesis streaming destination) was left enabled: disable it yourself when done",
             ]
         )
 
@@ -342,7 +391,7 @@ class ReplicationSummary:
 def replicate(
     spark: SparkSession,
     loaded: LoadedConfig,
-    stream: StreamInfo,
+    stream: StreamInfo | KinesisStream,
     checkpoint: str,
     should_stop: Callable[[ReplicationSummary], bool] | None = None,
     metrics: ReplicationMetrics | None = None,
@@ -352,6 +401,8 @@ def replicate(
     A checkpoint that cannot be honoured raises CheckpointError (see migrator.checkpoint).
     The stream is the live table's (`config.live_source`): the source table of a table copy,
     or the `streamSource` of an S3 export import; changes are read, and looked up, there.
+    It is its DynamoDB stream, or the Kinesis stream it streams to (then each key's last
+    applied change is kept, to drop duplicates and stale records: `_KeyStateKeeper`).
     """
     config = loaded.config
     live = config.live_source
@@ -373,25 +424,29 @@ def replicate(
     changes = (
         spark.readStream.format(SOURCE_NAME)
         .option("config", loaded.path)
-        .option("streamArn", stream.arn)
-        .option("viewType", stream.view_type)
-        .option("keyNames", json.dumps(list(stream.key_names)))
+        .option("feed", feed_option(stream, live.table))
         .load()
     )
+    keeper = _KeyStateKeeper(alive) if isinstance(stream, KinesisStream) else None
     failures: list[MigratorError] = []
 
     def apply_batch(batch: DataFrame, batch_id: int) -> None:
         try:
             spark.sparkContext.setJobDescription(f"replicate {live.table} → {config.target.table}: batch {batch_id}")
+            newest = key_state.newest_per_key(batch.rdd.mapPartitions(newest_orders).collect()) if keeper is not None else {}
+            batch_task = replace(task, stale_keys=keeper.stale_keys(batch_id, newest)) if keeper is not None else task
             # A partition per shard, applied where it was read: no shuffle. All the changes of
             # one key in a batch are in one shard: siblings of a split hold disjoint keys, and
             # a child is read only in a batch after the one that finished its parent.
-            outcomes = batch.rdd.mapPartitions(lambda rows: apply_partition(task, rows)).collect()
+            outcomes = batch.rdd.mapPartitions(lambda rows: apply_partition(batch_task, rows)).collect()
             failed = [o.error for o in outcomes if o.error is not None]
             if failed:
                 raise failed[0]
+            if keeper is not None:  # before Spark commits the batch: a crash now replays it
+                keeper.applied(batch_id, {k: o for k, o in newest.items() if k not in batch_task.stale_keys})
             _record(summary, metrics, batch_id, outcomes)
         except Exception as exc:
+            log.debug("batch %d failed", batch_id, exc_info=True)  # the whole trace, for a bug report
             failures.append(exc if isinstance(exc, MigratorError) else _query_error(exc))
             # Raising fails the batch, so Spark does not commit it. The text stays short on
             # purpose: Spark matches a failed foreachBatch's text against a regex that
@@ -429,11 +484,14 @@ def replicate(
                 stop_requested = True
                 break
         stop_requested = stop_requested or ctrl_c.requested
+        failed_before_stop = len(failures)
         if query.isActive:
             log.info("stopping: the checkpoint keeps the last applied batch")
             query.stop()
-    if failures:
-        raise failures[-1]
+    if failures[:failed_before_stop]:
+        raise failures[failed_before_stop - 1]
+    if failures:  # stopping interrupted a batch: it was not committed, and the next run replays it
+        log.info("the batch in progress when stopping was not committed; the next run applies it again")
     if query.exception() is not None:
         raise _query_error(query.exception())
     if not stop_requested:
@@ -473,6 +531,30 @@ class _StopOnCtrlC:
             signal.signal(signal.SIGINT, self._previous)
 
 
+class _KeyStateKeeper:
+    """Kinesis: each key's last applied change (`migrator.stream.key_state`), kept with the checkpoint.
+
+    Loaded on the first batch of a run from the files of the batches before it, so a batch
+    replayed after a crash sees the state it saw the first time.
+    """
+
+    def __init__(self, checkpoint: Checkpoint):
+        self._checkpoint = checkpoint
+        self._state: key_state.KeyState | None = None
+
+    def stale_keys(self, batch_id: int, newest: dict[str, tuple]) -> frozenset[str]:
+        if self._state is None:
+            self._state = key_state.KeyState()
+            for batch, text in self._checkpoint.load_key_state(before_batch=batch_id):
+                self._state.record(batch, key_state.from_json(text))
+        return frozenset(self._state.stale_keys(newest.items()))
+
+    def applied(self, batch_id: int, applied: dict[str, tuple]) -> None:
+        if applied:
+            self._checkpoint.save_key_state(batch_id, key_state.to_json(applied))
+        self._checkpoint.forget_key_state(self._state.record(batch_id, applied))
+
+
 def _record(summary: ReplicationSummary, metrics: ReplicationMetrics, batch_id: int, outcomes: list[ApplyOutcome]) -> None:
     records = sum(o.records for o in outcomes)
     puts, deletes = sum(o.puts for o in outcomes), sum(o.deletes for o in outcomes)
@@ -483,13 +565,22 @@ def _record(summary: ReplicationSummary, metrics: ReplicationMetrics, batch_id: 
     summary.puts += puts
     summary.deletes += deletes
     summary.lag_seconds = lag if lag is not None else summary.lag_seconds
+    dropped = Counter()
+    for outcome in outcomes:
+        dropped.update(dict(outcome.dropped))
+    summary.dropped.update(dropped)
     metrics.observe(
         records=records, puts=puts, deletes=deletes, retries=sum(o.retries for o in outcomes),
         shards=len(frozenset().union(*(o.shards for o in outcomes))), lag_seconds=lag,
-        iterator_age_seconds=_iterator_age(outcomes),
+        iterator_age_seconds=_iterator_age(outcomes), dropped=dropped,
     )  # fmt: skip
     if records:
         log.info("replicate: batch %d: %d records, %d puts, %d deletes, lag %.1fs", batch_id, records, puts, deletes, lag or 0)
+    if dropped:
+        log.info("replicate: batch %d: records not applied: %s", batch_id, dict(dropped))
+    skipped = next((o.first_skipped for o in outcomes if o.first_skipped), None)
+    if skipped:
+        log.warning("replicate: batch %d: skipped stream records that are no change of the source, e.g. %s", batch_id, skipped)
 
 
 def _log_timing(progress: dict, last_logged: int) -> int:

@@ -17,7 +17,7 @@ from pyspark.sql import SparkSession
 from migrator import aws, chaining, checkpoint, export_import, export_write
 from migrator.checkpoint import Checkpoint
 from migrator.config import LoadedConfig, MigratorConfig
-from migrator.errors import CheckpointError, SavepointError, SourceTableNotFound, UnsupportedFeature
+from migrator.errors import CheckpointError, SavepointError, SourceTableNotFound
 from migrator.export_progress import ImportSummary
 from migrator.metrics import ReplicationMetrics
 from migrator.plan import SnapshotPlan, plan_snapshot, planned_units
@@ -26,7 +26,9 @@ from migrator.replicate import ReplicationSummary, replicate
 from migrator.savepoints import SavepointStore, SegmentLedger, SnapshotProgress, resume_point
 from migrator.segment_copy import SegmentOutcome, SegmentTask
 from migrator.snapshot import copy_segments
+from migrator.kinesis_start import open_kinesis
 from migrator.stream.dynamodb_streams import StreamInfo, ensure_stream
+from migrator.stream.kinesis import KinesisStream, check_start_is_retained
 from migrator.target import tables
 from migrator.target.tables import TableInfo
 
@@ -70,7 +72,6 @@ def migrate(
         return _import_export(loaded, spark_factory, should_stop)
     if config.writes_export:
         return MigrationResult(snapshot=_write_export(config, spark_factory))
-    _refuse_unsupported(config)
     checks = preflight(config)
     store = SavepointStore(config.savepoints.path, loaded.raw, config.source.table, config.target.table)
     store.check_writable()
@@ -81,20 +82,20 @@ def migrate(
             f"but target table {config.target.table!r} does not exist: skipping them would leave it "
             "incomplete; delete the savepoint (and skipSegments) to copy everything again"
         )
-    streaming = config.target.stream_changes is True
+    streaming = config.target.stream_changes is True or config.kinesis is not None
     if streaming:
         checkpoint.check_writable(checkpoint.location(config))
-    # The stream is opened before the snapshot starts, so no write made during it is missed.
-    stream = _stream(config) if streaming else None
     spark = spark_factory()
     saved = Checkpoint(spark, checkpoint.location(config)) if streaming else None
+    # The stream is opened before the snapshot starts, so no write made during it is missed.
+    stream = _stream(config, checks, resuming=saved.exists()) if streaming else None
     metrics = ReplicationMetrics(config.ready_lag, config.metrics_port) if streaming else None
     reinitializations = 0
     if saved is not None:
         try:
-            saved.check_age()
+            _check_resumable(saved, stream)
         except CheckpointError as exc:  # before the target is created: an error leaves nothing written
-            stream, total_segments, done = _reinitialize(config, exc, saved, store)
+            stream, total_segments, done = _reinitialize(config, exc, saved, store, checks)
             reinitializations += 1
             metrics.reinitializations.inc()
     target = checks.target or tables.create_table(
@@ -114,7 +115,7 @@ def migrate(
             result.replication.reinitializations = reinitializations
             return result
         except CheckpointError as exc:
-            stream, total_segments, done = _reinitialize(config, exc, saved, store)
+            stream, total_segments, done = _reinitialize(config, exc, saved, store, checks)
             reinitializations += 1
             metrics.reinitializations.inc()
 
@@ -132,7 +133,7 @@ def _import_export(
     checkpoint resumes replication without importing again (the savepoint lists every file).
     """
     config = loaded.config
-    chained = config.target.stream_changes is True  # a Kinesis object is refused when the config loads
+    chained = config.target.stream_changes is True or config.kinesis is not None
     checks = export_import.preflight(config)
     store = SavepointStore(config.savepoints.path, loaded.raw, config.source.table, config.target.table)
     store.check_writable()
@@ -151,7 +152,10 @@ def _import_export(
     saved = Checkpoint(spark, checkpoint.location(config)) if chained else None
     if saved is not None:
         chaining.check_resumable(config, live, checks.manifests, saved, done)  # the last check
-        stream = chaining.open_stream(config, live)
+        if config.kinesis is not None:
+            stream = chaining.open_kinesis_stream(config, live, checks.manifests.summary, saved)
+        else:
+            stream = chaining.open_stream(config, live)
     target = checks.target or tables.create_table(
         _control_client(config, "target"), checks.create_request, checks.ttl_attribute
     )
@@ -159,8 +163,11 @@ def _import_export(
     if saved is None:
         return result
     log.info("\n%s", result.snapshot.render())  # the run goes on: show the import's summary now
-    if not saved.exists():  # replication starts from the stream's oldest record: still late enough?
-        chaining.check_gap(config, live, checks.manifests.summary, imported=True)
+    if not saved.exists():  # the import took its time: does the stream still hold the replay start?
+        if isinstance(stream, KinesisStream):
+            chaining.check_kinesis_gap(config, stream.start_at, stream.retention_hours, imported=True)
+        else:
+            chaining.check_gap(config, live, checks.manifests.summary, imported=True)
     try:
         result.replication = replicate(spark, loaded, stream, saved.where, should_stop)
     except CheckpointError as exc:
@@ -178,13 +185,28 @@ def _write_export(config: MigratorConfig, spark_factory: SparkFactory) -> export
     return export_write.write_export(spark, config, checks)
 
 
-def _stream(config: MigratorConfig) -> StreamInfo:
-    return ensure_stream(_control_client(config, "source"), config.source.table, config.source.enable_stream)
+def _stream(
+    config: MigratorConfig, checks: Preflight, *, resuming: bool = False, fresh_start: bool = False
+) -> StreamInfo | KinesisStream:
+    """The source table's DynamoDB stream (enabled when missing), or its Kinesis streaming destination."""
+    if config.kinesis is None:
+        return ensure_stream(_control_client(config, "source"), config.source.table, config.source.enable_stream)
+    return open_kinesis(config, checks.source.key_names, resuming=resuming, fresh_start=fresh_start)
+
+
+def _check_resumable(saved: Checkpoint, stream: StreamInfo | KinesisStream) -> None:
+    """CheckpointError when the checkpoint, or (Kinesis, first run) the replay start, is older than the stream keeps."""
+    if isinstance(stream, KinesisStream):
+        saved.check_age(retention_hours=stream.retention_hours)
+        if not saved.exists():
+            check_start_is_retained(stream.start_at, stream.retention_hours)
+    else:
+        saved.check_age()
 
 
 def _reinitialize(
-    config: MigratorConfig, error: CheckpointError, saved: Checkpoint, store: SavepointStore
-) -> tuple[StreamInfo, int | None, frozenset[int]]:
+    config: MigratorConfig, error: CheckpointError, saved: Checkpoint, store: SavepointStore, checks: Preflight
+) -> tuple[StreamInfo | KinesisStream, int | None, frozenset[int]]:
     """invalidCheckpointBehavior: `error` re-raises; `restart` drops the checkpoint and the
     savepoint and returns where to start over: the stream (fixed before the new snapshot)
     and a snapshot with no segment done."""
@@ -197,22 +219,13 @@ def _reinitialize(
     )
     saved.drop()
     store.discard()
-    stream = _stream(config)
+    stream = _stream(config, checks, fresh_start=True)
     return stream, config.source.scan_segments, frozenset()
 
 
 def _control_client(config: MigratorConfig, side: str):
     block = config.source if side == "source" else config.target
     return aws.client(block.client_spec(side).for_control_plane())
-
-
-def _refuse_unsupported(config: MigratorConfig) -> None:
-    if isinstance(config.target.stream_changes, dict):
-        raise UnsupportedFeature(
-            "replicating changes from Kinesis Data Streams",
-            "target.streamChanges",
-            "use streamChanges: true (DynamoDB Streams)",
-        )
 
 
 def preflight(config: MigratorConfig) -> Preflight:

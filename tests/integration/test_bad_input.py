@@ -77,6 +77,8 @@ def test_bad_config_is_refused_before_anything_is_written(name, dynamodb, endpoi
     assert [p.name for p in (tmp_path / "savepoints").iterdir()] == ["a-file"]
     stream = dynamodb.describe_table(TableName=source)["Table"].get("StreamSpecification") or {}
     assert not stream.get("StreamEnabled"), "a stream was enabled on the source"
+    destinations = dynamodb.describe_kinesis_streaming_destination(TableName=source)["KinesisDataStreamDestinations"]
+    assert destinations == [], "a Kinesis streaming destination was enabled on the source"
 
 
 def test_exit_code_survives_spark_submit(dynamodb, endpoint_url, table_name, tmp_path):

@@ -277,3 +277,51 @@ def test_an_accepted_gap_enables_the_stream_imports_and_replicates_with_a_warnin
     assert stream_of(dynamodb, live) == {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}
     assert result.snapshot.puts == SEEDED and result.replication.records >= 6
     assert by_key([in_the_gap]).keys().isdisjoint(by_key(scan_all(dynamodb, target))), "the gap's change arrived"
+
+
+# ---- chaining with Kinesis Data Streams ----
+
+
+def kinesis_stream(endpoint_url: str) -> tuple[object, str]:
+    kinesis = boto3.client(
+        "kinesis", endpoint_url=endpoint_url, region_name=TEST_REGION,
+        aws_access_key_id=TEST_ACCESS_KEY, aws_secret_access_key=TEST_SECRET_KEY,
+    )  # fmt: skip
+    name = f"chain-{time.monotonic_ns()}"
+    kinesis.create_stream(StreamName=name, ShardCount=1)
+    return kinesis, f"arn:aws:kinesis:{TEST_REGION}:123456789012:stream/{name}"
+
+
+def kinesis_chained_config(tmp_path: Path, endpoint_url: str, export, live: str, target: str, arn: str) -> Path:
+    document = load_config(str(chained_config(tmp_path, endpoint_url, export, live, target))).raw
+    document["target"]["streamChanges"] = {"type": "kinesis", "streamArn": arn}
+    return write_config(tmp_path, document)
+
+
+def test_kinesis_replays_from_the_exports_time_after_the_import(dynamodb, s3, endpoint_url, table_name, tmp_path, spark, caplog):
+    live, target = table_name("kinesis-live"), table_name("kinesis-chained")
+    create_live_table(dynamodb, live, stream=False)
+    _, arn = kinesis_stream(endpoint_url)
+    dynamodb.enable_kinesis_streaming_destination(TableName=live, StreamArn=arn)  # enabled before the export
+    export = export_live_table(s3, dynamodb, live)
+    change_after_the_export(dynamodb, live, start=120)  # only in the Kinesis stream, after exportTime
+    config = kinesis_chained_config(tmp_path, endpoint_url, export, live, target, arn)
+    with caplog.at_level(logging.INFO, logger="migrator"):
+        result = migrate(load_config(str(config)), lambda: spark, until_converged(dynamodb, live, target, tmp_path / "checkpoint"))
+    assert result.snapshot.puts == SEEDED
+    assert result.replication.records == 6
+    assert "Kinesis replay starts at the export's exportTime" in caplog.text
+    assert "this driver's clock" not in caplog.text
+
+
+def test_kinesis_chaining_refuses_an_export_older_than_the_stream_keeps(dynamodb, s3, endpoint_url, table_name, tmp_path, spark):
+    live, target = table_name("kinesis-old-live"), table_name("kinesis-old-chained")
+    create_live_table(dynamodb, live, stream=False)
+    _, arn = kinesis_stream(endpoint_url)
+    export = export_live_table(s3, dynamodb, live, export_time=datetime.now(timezone.utc) - timedelta(hours=20))
+    config = kinesis_chained_config(tmp_path, endpoint_url, export, live, target, arn)
+    with pytest.raises(StreamGap, match="the Kinesis stream cannot replay every change since the export") as caught:
+        migrate(load_config(str(config)), lambda: spark, lambda summary: True)
+    assert "20.0 h old" in str(caught.value) and caught.value.exit_code == 2
+    assert_nothing_written(dynamodb, tmp_path, target)
+    assert dynamodb.describe_kinesis_streaming_destination(TableName=live)["KinesisDataStreamDestinations"] == []

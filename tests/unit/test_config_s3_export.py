@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from migrator.config import S3ExportSource, parse_config
-from migrator.errors import ConfigError, UnsupportedFeature
+from migrator.errors import ConfigError
 
 FILE = "import.yaml"
 
@@ -205,15 +205,12 @@ def test_accept_stream_gap_is_off_by_default_and_the_live_source_of_a_table_copy
     assert table_copy.config.live_source is table_copy.config.source
 
 
-def test_kinesis_changes_after_an_import_are_an_unsupported_feature():
+def test_kinesis_changes_after_an_import_load_and_name_their_checkpoint_after_the_live_table():
     kinesis = {"type": "kinesis", "streamArn": "arn:aws:kinesis:us-east-1:123456789012:stream/changes"}
-    with pytest.raises(UnsupportedFeature) as caught:
-        parse_config(variant({"source.streamSource": LIVE_TABLE, "target.streamChanges": kinesis}), FILE)
+    loaded = parse_config(variant({"source.streamSource": LIVE_TABLE, "target.streamChanges": kinesis}), FILE)
 
-    assert caught.value.key_path == "target.streamChanges"
-    assert "Kinesis Data Streams is not supported by this version" in str(caught.value)
-    assert "streamChanges: true" in str(caught.value)
-    assert caught.value.exit_code == 2
+    assert loaded.config.kinesis.stream_arn == kinesis["streamArn"]
+    assert loaded.config.kinesis_app_name.startswith(f"migrator_{LIVE_TABLE['table']}_")
 
 
 def test_restart_on_an_invalid_checkpoint_cannot_import_the_export_again():

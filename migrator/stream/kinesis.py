@@ -1,0 +1,231 @@
+"""Kinesis Data Streams for DynamoDB over boto3: the table's streaming destination, the stream's shards, reading them.
+
+The user creates the Kinesis stream (shards, retention, encryption); the migrator enables the
+table's streaming destination to it, asking for microsecond creation times, and leaves it
+enabled when it stops. Replay starts AT_TIMESTAMP: every shard not read yet starts at the
+instant captured before the snapshot (`start_at`), and a shard in the checkpoint resumes
+AFTER_SEQUENCE_NUMBER. The rest is as for DynamoDB Streams (`migrator.stream.reading`):
+children after parents, closed shards read to their end, expired iterators (5 minutes)
+replaced. Kinesis allows 5 GetRecords calls per second per shard: calls of one read are
+spaced 200 ms apart and ProvisionedThroughputExceededException backs off.
+
+Kinesis keeps records for its retention period (24 hours to 365 days) and, unlike DynamoDB
+Streams, does not say when a position has been trimmed: an iterator after a trimmed record
+starts at the oldest record kept. So the age of the replay start and of the checkpoint is
+checked against the retention instead (`start_is_retained`, `migrator.checkpoint`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+import botocore.exceptions as bx
+
+from migrator import errors
+from migrator.aws import translate_error, translated
+from migrator.stream.reading import Expired, ShardRead, read_pages
+from migrator.stream.shards import Shard
+
+log = logging.getLogger(__name__)
+
+DESTINATION_ACTIVE_TIMEOUT_SECONDS = 300
+THROTTLE_BACKOFF_SECONDS = (0.2, 0.5, 1.0, 2.0, 4.0)
+SECONDS_BETWEEN_CALLS = 0.2  # 5 GetRecords calls per second per shard
+MAX_RECORDS_PER_CALL = 10_000
+# A replay start or a checkpoint older than the retention less this margin is refused, as the
+# DynamoDB Streams path refuses one older than 18 of 24 hours: catching up after a long stop
+# takes time too, and Kinesis goes on trimming meanwhile.
+RETENTION_MARGIN_SECONDS = 6 * 3600  # as migrator.checkpoint's
+
+
+@dataclass(frozen=True)
+class KinesisStream:
+    """The Kinesis stream the source table's changes go to, and where replay starts."""
+
+    arn: str
+    key_names: tuple[str, ...]
+    start_at: str  # ISO-8601 UTC: AT_TIMESTAMP for shards with nothing read yet
+    retention_hours: int
+
+
+def iso_instant(epoch_seconds: float) -> str:
+    """An instant as ISO-8601 UTC with microseconds, the form offsets and logs carry."""
+    return datetime.fromtimestamp(epoch_seconds, tz=timezone.utc).isoformat(timespec="microseconds")
+
+
+def epoch_of(instant: str) -> float:
+    return datetime.fromisoformat(instant.replace("Z", "+00:00")).timestamp()
+
+
+def ensure_destination(dynamodb: Any, table: str, stream_arn: str) -> bool:
+    """Make the table stream its changes to `stream_arn`; True when this call enabled it.
+
+    An ACTIVE destination to this stream is used as is. One still ENABLING is waited for.
+    A table streaming to another Kinesis stream is refused: DynamoDB would not take a second
+    destination (or would split the changes between the two), so the user chooses.
+    """
+    destinations = _destinations(dynamodb, table)
+    mine = next((d for d in destinations if d.get("StreamArn") == stream_arn), None)
+    status = mine.get("DestinationStatus") if mine else None
+    if status == "ACTIVE":
+        _warn_on_millisecond_precision(table, mine)
+        log.info("source %r already streams its changes to %s: using it", table, stream_arn)
+        return False
+    others = [d["StreamArn"] for d in destinations if d.get("DestinationStatus") in ("ACTIVE", "ENABLING") and d.get("StreamArn") != stream_arn]
+    if others:
+        raise errors.SourceError(
+            f"source table {table!r} already streams its changes to {others[0]}, not to the configured "
+            f"{stream_arn}: set target.streamChanges.streamArn to that stream, or disable that destination first"
+        )
+    if status != "ENABLING":
+        with translated("enabling the Kinesis streaming destination of", f"source table {table!r}"):
+            dynamodb.enable_kinesis_streaming_destination(
+                TableName=table, StreamArn=stream_arn,
+                EnableKinesisStreamingConfiguration={"ApproximateCreationDateTimePrecision": "MICROSECOND"},
+            )  # fmt: skip
+    _wait_until_active(dynamodb, table, stream_arn)
+    log.info(
+        "enabled the Kinesis streaming destination of %r to %s (microsecond creation times); it stays "
+        "enabled when the migrator stops", table, stream_arn,
+    )  # fmt: skip
+    return True
+
+
+def _destinations(dynamodb: Any, table: str) -> list[dict[str, Any]]:
+    with translated("describing the Kinesis streaming destinations of", f"source table {table!r}"):
+        response = dynamodb.describe_kinesis_streaming_destination(TableName=table)
+    return list(response.get("KinesisDataStreamDestinations") or [])
+
+
+def _wait_until_active(dynamodb: Any, table: str, stream_arn: str) -> None:
+    deadline = time.monotonic() + DESTINATION_ACTIVE_TIMEOUT_SECONDS
+    while True:
+        mine = next((d for d in _destinations(dynamodb, table) if d.get("StreamArn") == stream_arn), {})
+        status = mine.get("DestinationStatus")
+        if status == "ACTIVE":
+            return
+        if status in ("ENABLE_FAILED", "DISABLED", "DISABLING"):
+            reason = mine.get("DestinationStatusDescription") or "no reason given"
+            raise errors.SourceError(
+                f"enabling the Kinesis streaming destination of {table!r} to {stream_arn} failed ({status}: "
+                f"{reason}): check that the stream exists, is ACTIVE, and that DynamoDB may write to it (KMS key policy)"
+            )
+        if time.monotonic() > deadline:
+            raise errors.SourceError(
+                f"the Kinesis streaming destination of {table!r} to {stream_arn} was not ACTIVE after "
+                f"{DESTINATION_ACTIVE_TIMEOUT_SECONDS} s (status {status}): run the job again once it is"
+            )
+        time.sleep(1)
+
+
+def _warn_on_millisecond_precision(table: str, destination: dict[str, Any]) -> None:
+    if destination.get("ApproximateCreationDateTimePrecision", "MILLISECOND") == "MILLISECOND":
+        log.warning(
+            "the Kinesis streaming destination of %r records creation times in milliseconds: two changes of "
+            "one item within a millisecond are ordered by shard position only; UpdateKinesisStreamingDestination "
+            "can switch it to MICROSECOND", table,
+        )  # fmt: skip
+
+
+def retention_hours(kinesis: Any, stream_arn: str) -> int:
+    """The stream's retention; a missing stream is an error that says the user creates it."""
+    try:
+        summary = kinesis.describe_stream_summary(StreamARN=stream_arn)["StreamDescriptionSummary"]
+    except bx.ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
+            raise errors.SourceError(
+                f"Kinesis stream {stream_arn} does not exist: create it first (the migrator does not create "
+                "streams), or fix target.streamChanges.streamArn"
+            ) from exc
+        raise translate_error(exc, "describing", f"Kinesis stream {stream_arn}") from exc
+    except bx.BotoCoreError as exc:
+        raise translate_error(exc, "describing", f"Kinesis stream {stream_arn}") from exc
+    return int(summary.get("RetentionPeriodHours", 24))
+
+
+def check_start_is_retained(start_at: str, hours: int, now: float | None = None) -> None:
+    """Refuse a replay start older than the stream keeps records (less a margin for catching up)."""
+    age = (now if now is not None else time.time()) - epoch_of(start_at)
+    limit = hours * 3600 - RETENTION_MARGIN_SECONDS
+    if age > limit:
+        raise errors.CheckpointError(
+            f"the replay start {start_at} is {age / 3600:.1f} h old, but the Kinesis stream keeps records "
+            f"{hours} h (the limit, leaving 6 h to catch up, is {limit / 3600:.0f} h): changes made after "
+            "that instant may be gone"
+        )
+
+
+def list_shards(kinesis: Any, stream_arn: str) -> list[Shard]:
+    """Every shard ListShards returns (open and closed ones still retained), following NextToken."""
+    shards: list[Shard] = []
+    request: dict[str, Any] = {"StreamARN": stream_arn}
+    while True:
+        with translated("listing the shards of", f"Kinesis stream {stream_arn}"):
+            response = kinesis.list_shards(**request)
+        shards += [Shard.from_description(s) for s in response.get("Shards", [])]
+        token = response.get("NextToken")
+        if not token:
+            return shards
+        request = {"NextToken": token}  # ListShards takes the token alone
+
+
+def sequence_of(record: dict[str, Any]) -> str:
+    return record["SequenceNumber"]
+
+
+def read_shard(
+    kinesis: Any,
+    stream_arn: str,
+    shard_id: str,
+    after: str | None,
+    start_at: str,
+    *,
+    max_records: int = 1000,
+    max_calls: int = 4,
+    until: str | None = None,
+    iterator: str | None = None,
+) -> ShardRead:
+    """Records of a shard after sequence number `after` (AT_TIMESTAMP `start_at` when None)."""
+    return read_pages(
+        _KinesisApi(kinesis, stream_arn, start_at), sequence_of, shard_id, after,
+        max_records=max_records, max_calls=max_calls, until=until, iterator=iterator,
+        page_limit=MAX_RECORDS_PER_CALL, pause=lambda: time.sleep(SECONDS_BETWEEN_CALLS),
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _KinesisApi:
+    kinesis: Any
+    arn: str
+    start_at: str
+
+    def iterator(self, shard_id: str, after: str | None) -> str | None:
+        request: dict[str, Any] = {"StreamARN": self.arn, "ShardId": shard_id}
+        if after is None:
+            request.update(ShardIteratorType="AT_TIMESTAMP", Timestamp=datetime.fromisoformat(self.start_at))
+        else:
+            request.update(ShardIteratorType="AFTER_SEQUENCE_NUMBER", StartingSequenceNumber=after)
+        try:
+            return self.kinesis.get_shard_iterator(**request).get("ShardIterator")
+        except bx.ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
+                raise errors.CheckpointError(f"shard {shard_id} of the checkpoint no longer exists in the Kinesis stream") from exc
+            raise translate_error(exc, "getting an iterator for", f"Kinesis shard {shard_id}") from exc
+
+    def page(self, shard_id: str, iterator: str, limit: int) -> dict[str, Any]:
+        for pause in (*THROTTLE_BACKOFF_SECONDS, None):
+            try:
+                return self.kinesis.get_records(ShardIterator=iterator, Limit=limit, StreamARN=self.arn)
+            except bx.ClientError as exc:
+                code = exc.response.get("Error", {}).get("Code")
+                if code == "ExpiredIteratorException":
+                    raise Expired() from exc
+                if code in ("ProvisionedThroughputExceededException", "LimitExceededException") and pause is not None:
+                    time.sleep(pause)
+                    continue
+                raise translate_error(exc, "reading", f"Kinesis shard {shard_id}") from exc
+        raise AssertionError("unreachable")

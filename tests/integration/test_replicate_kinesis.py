@@ -1,0 +1,331 @@
+"""Kinesis Data Streams mode end to end, in process (the shared Spark session, moto over HTTP with the
+emulator's streaming-destination and resharding extensions): snapshot while writing, replay from
+AT_TIMESTAMP, restart from the checkpoint, resharding, duplicates and stale records, two migrators."""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+import uuid
+from pathlib import Path
+
+import boto3
+import pytest
+
+from all_types import by_key
+from conftest import TEST_ACCESS_KEY, TEST_REGION, TEST_SECRET_KEY, put_items, scan_all, side, write_config
+from migrator.config import load_config
+from migrator.errors import CheckpointError
+from migrator.stream.kinesis import epoch_of
+from migrator.items import to_dynamodb_json
+from migrator.run import migrate
+from sample_data import create_sample_table, make_item, make_items
+from test_replicate_streams import Writer
+
+pytestmark = pytest.mark.integration
+
+RUN_SECONDS = 120
+ACCOUNT = "123456789012"  # moto's default account
+
+
+@pytest.fixture(scope="module")
+def kinesis(endpoint_url):
+    return boto3.client(
+        "kinesis", endpoint_url=endpoint_url, region_name=TEST_REGION,
+        aws_access_key_id=TEST_ACCESS_KEY, aws_secret_access_key=TEST_SECRET_KEY,
+    )  # fmt: skip
+
+
+def create_stream(kinesis, shards: int = 1) -> str:
+    name = f"changes-{uuid.uuid4().hex[:8]}"
+    kinesis.create_stream(StreamName=name, ShardCount=shards)
+    return f"arn:aws:kinesis:{TEST_REGION}:{ACCOUNT}:stream/{name}"
+
+
+def kinesis_config(tmp_path: Path, endpoint_url: str, source: str, target: str, arn: str, **changes) -> Path:
+    return write_config(
+        tmp_path,
+        {
+            "source": side(endpoint_url, source, scanSegments=2),
+            "target": side(endpoint_url, target, streamChanges={"type": "kinesis", "streamArn": arn, **changes}),
+            "checkpointLocation": str(tmp_path / "checkpoint"),
+        },
+    )
+
+
+def run(config: Path, spark, should_stop):
+    return migrate(load_config(str(config)), lambda: spark, should_stop)
+
+
+def until_converged(client, source: str, target: str, actions=(), seconds: float = RUN_SECONDS):
+    """A should_stop: run each action once (one per call), then stop when the target equals the source."""
+    pending = list(actions)
+    deadline = time.monotonic() + seconds
+
+    def should_stop(summary) -> bool:
+        if pending:
+            pending.pop(0)()
+            return False
+        assert time.monotonic() < deadline, f"not converged in {seconds} s: {summary}"
+        return by_key(scan_all(client, source)) == by_key(scan_all(client, target))
+
+    return should_stop
+
+
+def write_changes(client, table: str, start: int):
+    def write() -> None:
+        put_items(client, table, make_items(5, start=start))
+        updated = make_item(start)
+        updated["note"] = {"S": "updated while replicating"}
+        client.put_item(TableName=table, Item=updated)
+        gone = make_item(start + 1)
+        client.delete_item(TableName=table, Key={"pk": gone["pk"], "sk": gone["sk"]})
+
+    return write
+
+
+def offsets(checkpoint: Path) -> list[dict]:
+    """Every offset Spark logged, oldest first (line 3 of each file is the source's offset)."""
+    files = sorted((p for p in (checkpoint / "offsets").iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
+    return [json.loads(p.read_text().splitlines()[2]) for p in files]
+
+
+def test_snapshot_while_writing_then_replay_from_at_timestamp_then_restart(
+    dynamodb, kinesis, endpoint_url, table_name, tmp_path, spark
+):
+    source, target = table_name("k-src"), table_name("k-dst")
+    create_sample_table(dynamodb, source)
+    put_items(dynamodb, source, make_items(300))
+    arn = create_stream(kinesis)
+    config = kinesis_config(tmp_path, endpoint_url, source, target, arn)
+    writer = Writer(dynamodb, source, seed=5)
+    writer.start()  # during the snapshot: these writes reach the target through the replay
+    try:
+        result = run(config, spark, until_converged(dynamodb, source, target, [writer.stop.set, writer.join]))
+    finally:
+        writer.stop.set()
+    assert writer.writes > 20
+    assert result.snapshot.written >= 300
+    assert result.replication.records > 0  # the writes made during the snapshot, replayed
+    destinations = dynamodb.describe_kinesis_streaming_destination(TableName=source)["KinesisDataStreamDestinations"]
+    assert [(d["StreamArn"], d["DestinationStatus"]) for d in destinations] == [(arn, "ACTIVE")]  # left enabled
+    assert destinations[0]["ApproximateCreationDateTimePrecision"] == "MICROSECOND"
+    first_start = offsets(tmp_path / "checkpoint")[-1]["start_at"]
+
+    write_changes(dynamodb, source, 5000)()  # while stopped: the restart replays them from its checkpoint
+    time.sleep(1)
+    again = run(config, spark, until_converged(dynamodb, source, target))
+    assert again.snapshot.segments_copied == 0  # the savepoint says the snapshot is done
+    assert again.replication.records == 7 and again.replication.puts == 4 and again.replication.deletes == 1
+    assert offsets(tmp_path / "checkpoint")[-1]["start_at"] == first_start  # the start is the first run's
+
+
+def change_record(table: str, event: str, keys: dict, image: dict | None, micros: int) -> bytes:
+    """A Kinesis record's Data as DynamoDB's streaming destination writes it (DynamoDB Developer Guide)."""
+    change = {
+        "ApproximateCreationDateTime": micros, "ApproximateCreationDateTimePrecision": "MICROSECOND",
+        "Keys": to_dynamodb_json(keys), "SizeBytes": 100,
+    }  # fmt: skip
+    if image is not None:
+        change["NewImage"] = to_dynamodb_json(image)
+    document = {
+        "awsRegion": TEST_REGION, "eventID": str(uuid.uuid4()), "eventName": event, "userIdentity": None,
+        "recordFormat": "application/json", "tableName": table, "eventSource": "aws:dynamodb", "dynamodb": change,
+    }  # fmt: skip
+    return json.dumps(document).encode()
+
+
+def key_of(item: dict) -> dict:
+    return {"pk": item["pk"], "sk": item["sk"]}
+
+
+def test_duplicate_stale_and_foreign_records_are_dropped_within_and_across_batches(
+    dynamodb, kinesis, endpoint_url, table_name, tmp_path, spark
+):
+    source, target = table_name("k-dup"), table_name("k-dup-dst")
+    create_sample_table(dynamodb, source)
+    arn = create_stream(kinesis)
+    name = arn.rpartition("/")[2]
+    config = kinesis_config(tmp_path, endpoint_url, source, target, arn)
+    kept, gone, pair, fresh = make_item(1), make_item(2), make_item(3), make_item(4)
+    an_hour_ago = int((time.time() - 3600) * 1_000_000)
+
+    def write_real_changes() -> None:
+        for item in (kept, gone, pair):
+            dynamodb.put_item(TableName=source, Item=item)
+        dynamodb.delete_item(TableName=source, Key=key_of(gone))
+
+    def applied() -> bool:
+        return by_key(scan_all(dynamodb, target)) == by_key(scan_all(dynamodb, source))
+
+    def inject() -> None:
+        # Across batches: older changes of keys already applied (a stale update, a put
+        # resurrecting a deleted item, an exact duplicate) arrive after the newer ones.
+        stale = dict(kept, note={"S": "stale"})
+        records = [
+            change_record(source, "MODIFY", key_of(kept), stale, an_hour_ago),
+            change_record(source, "INSERT", key_of(gone), gone, an_hour_ago),
+            change_record(source, "MODIFY", key_of(pair), dict(pair, note={"S": "old"}), an_hour_ago + 2),
+            change_record(source, "MODIFY", key_of(pair), dict(pair, note={"S": "older"}), an_hour_ago + 1),
+            change_record(source, "MODIFY", key_of(pair), dict(pair, note={"S": "old"}), an_hour_ago + 2),
+            # In one batch, out of order and duplicated, changes of a key never applied: the
+            # newest (the REMOVE) wins, whatever the arrival order, so the item does not exist.
+            change_record(source, "INSERT", key_of(fresh), fresh, an_hour_ago + 1),
+            change_record(source, "REMOVE", key_of(fresh), None, an_hour_ago + 3),
+            change_record(source, "MODIFY", key_of(fresh), dict(fresh, note={"S": "older"}), an_hour_ago + 2),
+            change_record(source, "INSERT", key_of(fresh), fresh, an_hour_ago + 1),
+        ]
+        kinesis.put_records(StreamName=name, Records=[{"Data": r, "PartitionKey": "p"} for r in records])
+        kinesis.put_record(StreamName=name, Data=b"not json at all", PartitionKey="p")
+        kinesis.put_record(StreamName=name, Data=change_record("another-table", "REMOVE", key_of(kept), None, an_hour_ago), PartitionKey="p")
+
+    deadline = time.monotonic() + RUN_SECONDS
+    done: list[str] = []
+
+    def should_stop(summary) -> bool:
+        assert time.monotonic() < deadline, f"not done in {RUN_SECONDS} s: {summary}"
+        if not done:
+            write_real_changes()
+            done.append("real")
+        elif len(done) == 1 and summary.records and applied():
+            inject()  # only once the real changes are applied: in a later batch
+            done.append("injected")
+        return sum(summary.dropped.values()) >= 7
+
+    result = run(config, spark, should_stop)
+    dropped = result.replication.dropped
+    assert dropped["stale"] == 5, dropped  # the changes of kept, gone and pair, older than the applied ones
+    assert dropped["not a DynamoDB change"] == 1 and dropped["another table's change"] == 1, dropped
+    assert result.replication.deletes >= 2  # gone's real REMOVE, and fresh's
+    # kept keeps its newest state, gone stays gone, fresh ends deleted
+    assert by_key(scan_all(dynamodb, target)) == by_key(scan_all(dynamodb, source))
+
+
+def iso(epoch: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(epoch)) + f".{int(epoch % 1 * 1000):03d}Z"
+
+
+def test_explicit_initial_timestamp_replays_from_that_instant(dynamodb, kinesis, endpoint_url, table_name, tmp_path, spark):
+    source, target = table_name("k-at"), table_name("k-at-dst")
+    create_sample_table(dynamodb, source)
+    arn = create_stream(kinesis)
+    dynamodb.enable_kinesis_streaming_destination(TableName=source, StreamArn=arn)  # the user enabled it earlier
+    before, after = list(make_items(3, start=0)), list(make_items(4, start=100))
+    put_items(dynamodb, source, before)  # in the stream, but before initialTimestamp
+    time.sleep(1.5)
+    start = time.time()
+    time.sleep(0.5)
+    put_items(dynamodb, source, after)
+    config = kinesis_config(
+        tmp_path, endpoint_url, source, target, arn, initialTimestamp=iso(start)
+    )
+    document = load_config(str(config)).raw
+    document["target"]["skipInitialSnapshotTransfer"] = True  # only the replay fills the target
+    config = write_config(tmp_path, document)
+    deadline = time.monotonic() + RUN_SECONDS
+
+    def should_stop(summary) -> bool:
+        assert time.monotonic() < deadline, f"not done in {RUN_SECONDS} s: {summary}"
+        return len(scan_all(dynamodb, target)) >= len(after)
+
+    result = run(config, spark, should_stop)
+    time.sleep(2)  # anything replayed late would show now
+    assert by_key(scan_all(dynamodb, target)) == by_key(after)
+    assert result.replication.records == len(after)
+    assert offsets(tmp_path / "checkpoint")[-1]["start_at"].startswith(iso(start)[:23])
+
+
+def test_initial_timestamp_older_than_the_retention_follows_invalid_checkpoint_behavior(
+    dynamodb, kinesis, endpoint_url, table_name, tmp_path, spark
+):
+    source, target = table_name("k-old"), table_name("k-old-dst")
+    create_sample_table(dynamodb, source)
+    put_items(dynamodb, source, make_items(20))
+    arn = create_stream(kinesis)  # 24 h retention
+    too_old = iso(time.time() - 20 * 3600)
+    config = kinesis_config(tmp_path, endpoint_url, source, target, arn, initialTimestamp=too_old)
+    with pytest.raises(CheckpointError, match="20.0 h old, but the Kinesis stream keeps records 24 h"):
+        run(config, spark, lambda summary: True)
+    assert target not in dynamodb.list_tables()["TableNames"]  # nothing written
+
+    document = load_config(str(config)).raw
+    document["invalidCheckpointBehavior"] = "restart"
+    restarted = write_config(tmp_path, document)
+    result = run(restarted, spark, until_converged(dynamodb, source, target, [write_changes(dynamodb, source, 500)]))
+    assert result.replication.reinitializations == 1
+    assert result.snapshot.written == 20
+    assert time.time() - epoch_of(offsets(tmp_path / "checkpoint")[-1]["start_at"]) < RUN_SECONDS  # from now
+
+
+def test_split_and_merge_while_replicating_lose_nothing(dynamodb, kinesis, endpoint_url, table_name, tmp_path, spark):
+    source, target = table_name("k-reshard"), table_name("k-reshard-dst")
+    create_sample_table(dynamodb, source)
+    put_items(dynamodb, source, make_items(100))
+    arn = create_stream(kinesis, shards=2)
+    name = arn.rpartition("/")[2]
+    config = kinesis_config(tmp_path, endpoint_url, source, target, arn)
+    writer = Writer(dynamodb, source, seed=11)
+    shards = {s["ShardId"]: s for s in kinesis.list_shards(StreamName=name)["Shards"]}
+    first, second = sorted(shards)
+
+    def split() -> None:
+        time.sleep(2)
+        low = int(shards[first]["HashKeyRange"]["StartingHashKey"])
+        high = int(shards[first]["HashKeyRange"]["EndingHashKey"])
+        kinesis.split_shard(StreamName=name, ShardToSplit=first, NewStartingHashKey=str((low + high) // 2))
+
+    def merge() -> None:
+        time.sleep(2)
+        children = [s for s in kinesis.list_shards(StreamName=name)["Shards"] if s.get("ParentShardId") == first]
+        upper = max(children, key=lambda s: int(s["HashKeyRange"]["StartingHashKey"]))
+        kinesis.merge_shards(StreamName=name, ShardToMerge=upper["ShardId"], AdjacentShardToMerge=second)
+
+    def stop_writer() -> None:
+        time.sleep(2)
+        writer.stop.set()
+        writer.join()
+
+    try:
+        result = run(config, spark, until_converged(dynamodb, source, target, [writer.start, split, merge, stop_writer]))
+    finally:
+        writer.stop.set()
+    listed = kinesis.list_shards(StreamName=name)["Shards"]
+    assert len(listed) == 5  # two parents, two children of the split, one of the merge
+    positions = offsets(tmp_path / "checkpoint")[-1]["shards"]
+    assert positions[first]["finished"] and positions[second]["finished"]
+    merged = next(s["ShardId"] for s in listed if s.get("AdjacentParentShardId"))
+    assert positions[merged]["sequence_number"] is not None  # the merged shard was read too
+    assert result.replication.records > 0
+
+
+def test_two_migrators_with_their_own_app_names_each_get_every_change(
+    dynamodb, kinesis, endpoint_url, table_name, tmp_path, spark, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)  # default checkpoints: ./checkpoints/<appName>
+    source = table_name("k-fan")
+    targets = {"east": table_name("k-east"), "west": table_name("k-west")}
+    create_sample_table(dynamodb, source)
+    put_items(dynamodb, source, make_items(50))
+    arn = create_stream(kinesis)
+
+    def config_for(region: str) -> Path:
+        folder = tmp_path / region
+        folder.mkdir(exist_ok=True)
+        return write_config(
+            folder,
+            {
+                "source": side(endpoint_url, source),
+                "target": side(endpoint_url, targets[region], streamChanges={"type": "kinesis", "streamArn": arn, "appName": f"fan_{region}"}),
+            },
+        )
+
+    east, west = config_for("east"), config_for("west")
+    run(east, spark, until_converged(dynamodb, source, targets["east"], [write_changes(dynamodb, source, 100)]))
+    run(west, spark, until_converged(dynamodb, source, targets["west"], [write_changes(dynamodb, source, 200)]))
+    again = run(east, spark, until_converged(dynamodb, source, targets["east"]))  # west's changes reach east too
+    assert again.replication.records >= 7
+    assert (tmp_path / "checkpoints" / "fan_east" / "offsets").is_dir()
+    assert (tmp_path / "checkpoints" / "fan_west" / "offsets").is_dir()
+    for target in targets.values():
+        assert by_key(scan_all(dynamodb, target)) == by_key(scan_all(dynamodb, source))

@@ -1,0 +1,52 @@
+"""Each key's last applied Kinesis change: stale and repeated changes across batches, bounded memory."""
+
+from __future__ import annotations
+
+from migrator.stream import key_state
+from migrator.stream.key_state import WINDOW_SECONDS, KeyState
+
+SECOND = 1_000_000
+
+
+def order(seconds: float, sequence: int = 1, depth: int = 0) -> tuple:
+    return (int(seconds * SECOND), depth, sequence)
+
+
+def test_a_key_whose_batch_newest_is_not_newer_than_the_applied_one_is_stale():
+    state = KeyState()
+    state.record(0, {"a": order(100), "b": order(100)})
+    batch = {"a": order(99), "b": order(101), "c": order(1)}
+    assert state.stale_keys(batch.items()) == {"a"}
+    assert state.stale_keys([("a", order(100))]) == {"a"}  # an exact repeat of the applied change
+
+
+def test_record_never_moves_a_key_back():
+    state = KeyState()
+    state.record(0, {"a": order(100)})
+    state.record(1, {"a": order(50)})
+    assert state.last["a"] == order(100)
+
+
+def test_equal_times_fall_back_to_depth_then_sequence():
+    state = KeyState()
+    state.record(0, {"a": order(100, sequence=5)})
+    assert state.stale_keys([("a", order(100, sequence=4))]) == {"a"}
+    assert state.stale_keys([("a", order(100, sequence=6))]) == set()
+    assert state.stale_keys([("a", order(100, sequence=1, depth=1))]) == set()  # a child shard's record
+
+
+def test_keys_older_than_the_window_are_forgotten_with_their_batch_files():
+    state = KeyState()
+    assert state.record(0, {"old": order(0)}) == []
+    assert state.record(1, {"mid": order(WINDOW_SECONDS / 2)}) == []
+    expired = state.record(2, {"new": order(WINDOW_SECONDS + 1)})
+    assert expired == [0]
+    assert set(state.last) == {"mid", "new"}
+    assert set(state.newest_by_batch) == {1, 2}
+
+
+def test_newest_per_key_and_json_round_trip_keep_long_sequence_numbers():
+    long_sequence = int("4" * 56)
+    newest = key_state.newest_per_key([("a", order(1)), ("a", order(3)), ("a", order(2)), ("b", (5, 0, long_sequence))])
+    assert newest == {"a": order(3), "b": (5, 0, long_sequence)}
+    assert key_state.from_json(key_state.to_json(newest)) == newest
