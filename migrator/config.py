@@ -544,14 +544,16 @@ SourceBlock = Annotated[
 _SOURCE_MODELS: dict[str, type[BaseModel]] = {_TABLE_SOURCE_TAG: DynamoSource, S3_EXPORT_TYPE: S3ExportSource}
 
 S3_SCHEMES = ("s3", "s3a")
+_URI_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*")  # RFC 3986
 
 
 class S3ExportTarget(_Connected):
     """A DynamoDB S3 export written from the source table (`type: dynamodb-s3-export`), in AWS's layout.
 
     `path` is the folder the export goes under (`<path>/AWSDynamoDB/<export id>/`): a local
-    directory (or `file://`) or `s3://bucket/prefix` (`s3a://` too). HDFS is refused when the
-    config loads (`_check_export_target`). region, endpoint and credentials reach S3.
+    directory (or `file://`), `s3://bucket/prefix` (`s3a://` too), or any other URI, such as
+    `hdfs://namenode/exports`, written through the cluster's Hadoop FileSystem for its scheme
+    (`migrator.target.hadoop_folder`). region, endpoint and credentials reach S3.
     """
 
     type: Literal["dynamodb-s3-export"]
@@ -571,13 +573,15 @@ class S3ExportTarget(_Connected):
         if "@" in bucket:  # never repeat such a path: it holds a secret
             raise ValueError(
                 "the path holds credentials (user:secret@host): put them in target.credentials "
-                "and write s3://bucket/prefix"
+                "and write s3://bucket/prefix (for another filesystem, in the cluster's Hadoop configuration)"
             )
-        if scheme not in S3_SCHEMES:
+        if not _URI_SCHEME.fullmatch(scheme):
             raise ValueError(
-                f"{path!r}: {scheme}:// is not a place this version writes exports to; use a local "
-                "directory, file:///..., or s3://bucket/prefix"
+                f"{path!r}: {scheme!r} is not a URI scheme; use a local directory, file:///..., "
+                "s3://bucket/prefix, or a Hadoop filesystem URI such as hdfs://namenode/exports"
             )
+        if scheme not in S3_SCHEMES:  # hdfs://, viewfs://, ...: whether Hadoop has it is known once Spark runs
+            return path
         if not bucket:
             raise ValueError(f"{path!r} names no bucket: write s3://bucket/prefix")
         return path
@@ -587,14 +591,23 @@ class S3ExportTarget(_Connected):
         return self.path.partition("://")[0] in S3_SCHEMES and "://" in self.path
 
     @property
+    def is_hadoop(self) -> bool:
+        """A URI of another scheme (hdfs://...): written through Hadoop's FileSystem, by the driver."""
+        scheme, separator, _ = self.path.partition("://")
+        return bool(separator) and scheme != "file" and scheme not in S3_SCHEMES
+
+    @property
     def bucket(self) -> str | None:
         return self.path.partition("://")[2].partition("/")[0] if self.is_s3 else None
 
     @property
     def prefix(self) -> str:
-        """The key prefix in the bucket (no slash at either end), or the local directory as given."""
+        """The key prefix in the bucket (no slash at either end), the local directory as given, or a
+        Hadoop filesystem's URI as given."""
         if self.is_s3:
             return self.path.partition("://")[2].partition("/")[2].strip("/")
+        if self.is_hadoop:
+            return self.path
         return self.path.removeprefix("file://")
 
     @property
@@ -906,7 +919,7 @@ def _refuse_unsupported(cleaned: dict[str, Any], path: str) -> None:
 
 
 def _check_export_target(cleaned: dict[str, Any], target: dict[str, Any], path: str) -> None:
-    """Writing an S3 export: what it cannot be combined with, and the places it cannot write to yet."""
+    """Writing an S3 export: what it cannot be combined with."""
     source = cleaned.get("source")
     if isinstance(source, dict) and source.get("type") == S3_EXPORT_TYPE:
         raise UnsupportedFeature(
@@ -927,12 +940,6 @@ def _check_export_target(cleaned: dict[str, Any], target: dict[str, Any], path: 
             "can be skipped: remove skipSegments",
             path,
         )
-    where = target.get("path")
-    if isinstance(where, str) and where.lower().startswith("hdfs://"):
-        raise UnsupportedFeature(
-            "writing an S3 export to HDFS", "target.path",
-            "write it to a local directory or s3://bucket/prefix, then copy it to HDFS (hadoop distcp)",
-        )  # fmt: skip
 
 
 def _refuse_chaining(source: dict[str, Any], target: Any, on_invalid_checkpoint: Any, path: str) -> None:

@@ -2,11 +2,14 @@
 
 `run.migrate` orders the phases as for a table copy: `preflight` describes the source table
 and refuses a target.path that already holds an export (finished or not), before the Spark
-session starts and anything is written. Then `write_export`:
+session starts and anything is written. (A Hadoop filesystem's target.path, hdfs://..., is
+checked at the start of `write_export` instead, still before anything is written: only the
+driver's JVM can reach it.) Then `write_export`:
 
 1. writes `AWSDynamoDB/<export id>/_started` (the first write, as AWS's exports do);
 2. writes one data file per scan segment, each a Spark job (`snapshot.run_units`), planned
-   and paced as a table copy's segments (`plan.plan_snapshot`, `source.scan`);
+   and paced as a table copy's segments (`plan.plan_snapshot`, `source.scan`); for a Hadoop
+   filesystem, one or more files per segment, each written by the driver (`export_pieces`);
 3. writes `manifest-files.json`, then, last, `manifest-summary.json` with the key schema
    (`export.output`).
 
@@ -19,9 +22,10 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import Any
+from functools import partial
+from typing import Any, Callable
 
 from pyspark.sql import SparkSession
 
@@ -39,12 +43,14 @@ from migrator.export.output import (
     summary_document,
     table_creation_parameters,
 )
+from migrator.export_pieces import SegmentPieces
 from migrator.plan import plan_snapshot, planned_units
 from migrator.progress import ProgressReporter, SnapshotSummary
 from migrator.segment_export import SegmentFileOutcome, SegmentFileTask, export_segment
 from migrator.snapshot import UnitJobs, run_units
 from migrator.target import tables
 from migrator.target.export_folder import ExportFolder, local_size_bytes, refuse_existing, write_object
+from migrator.target.hadoop_folder import HadoopFolder
 from migrator.target.tables import TableInfo
 
 log = logging.getLogger(__name__)
@@ -85,7 +91,8 @@ def preflight(config: MigratorConfig) -> ExportPreflight:
         raise SourceTableNotFound(config.source.table, source_spec.where)
     ttl = tables.ttl_attribute(client, config.source.table)
     folder = ExportFolder.of(config.target)
-    refuse_existing(folder.control_plane())
+    if not folder.hadoop:  # a Hadoop folder needs the driver's JVM: checked when write_export starts
+        refuse_existing(folder.control_plane())
     renamed = config.rename_map
     creation = table_creation_parameters(
         source.name,
@@ -102,6 +109,7 @@ def write_export(spark: SparkSession, config: MigratorConfig, checks: ExportPref
     """Write `_started`, a data file per scan segment, then the manifests; the summary goes last."""
     started_at = datetime.now(timezone.utc)
     folder = checks.folder
+    write_file, segment_jobs = _writers(spark, folder)
     export_dir = export_folder(new_export_id(started_at))
     read_units = planned_units(
         config.source.read_throughput, checks.source.read_capacity, config.source.throughput_read_percent
@@ -119,7 +127,7 @@ def write_export(spark: SparkSession, config: MigratorConfig, checks: ExportPref
         plan.total_segments, plan.concurrency, f"{plan.read_units_per_task:,.0f}", plan.reason,
         folder.where(export_dir),
     )  # fmt: skip
-    _write_started(folder, export_dir)
+    _write_started(folder, write_file, export_dir)
     summary = ExportWriteSummary(config.source.table, folder.where(export_dir), plan.total_segments)
     reporter = ProgressReporter(summary, checks.source.item_count)
     outcomes: dict[int, SegmentFileOutcome] = {}
@@ -131,30 +139,43 @@ def write_export(spark: SparkSession, config: MigratorConfig, checks: ExportPref
     tasks = [_task(config, checks, plan.total_segments, plan.read_units_per_task, export_dir, segment)
              for segment in range(plan.total_segments)]  # fmt: skip
     try:
-        run_units(spark, tasks, plan.concurrency, on_written, SEGMENT_FILE_JOBS)
+        run_units(spark, tasks, plan.concurrency, on_written, segment_jobs)
         written = [outcomes[segment] for segment in range(plan.total_segments)]
         _check_local_files(folder, export_dir, written)
-        _write_manifests(config, checks, export_dir, written, started_at)
-    except (MigratorError, OSError) as exc:  # OSError: the driver writing a manifest into a local folder
+        _write_manifests(config, checks, write_file, export_dir, written, started_at)
+    except (MigratorError, OSError) as exc:  # OSError: the driver writing a manifest (local or Hadoop folder)
         raise ExportUnfinished(folder.where(export_dir), str(exc)) from exc
     except KeyboardInterrupt:
         log.error("the export %s is unfinished (no %s): delete it before running again",
                   folder.where(export_dir), SUMMARY_FILE_NAME)  # fmt: skip
         raise
     summary.summary_location = folder.where(export_dir + SUMMARY_FILE_NAME)
-    summary.data_files = len(written)
+    summary.data_files = sum(len(o.data_files) for o in written)
     summary.data_bytes = sum(o.size_bytes for o in written)
     summary.finished = time.monotonic()
     return summary
 
 
+def _writers(spark: SparkSession, folder: ExportFolder) -> tuple[Callable[[str, bytes], str], UnitJobs]:
+    """How the driver writes a whole file (`_started`, manifests) into the folder, and how segments are written.
+
+    A Hadoop folder is reached only through the driver's JVM: it is checked for an export here,
+    and its data files come back from the executors in pieces the driver writes.
+    """
+    if not folder.hadoop:
+        return partial(write_object, folder), SEGMENT_FILE_JOBS
+    hadoop = HadoopFolder(spark, folder)
+    hadoop.refuse_existing()
+    return hadoop.write, replace(SEGMENT_FILE_JOBS, attempt=SegmentPieces(hadoop).attempt)
+
+
 def _write_manifests(
-    config: MigratorConfig, checks: ExportPreflight, export_dir: str, written: list[SegmentFileOutcome],
-    started_at: datetime,
+    config: MigratorConfig, checks: ExportPreflight, write_file: Callable[[str, bytes], str], export_dir: str,
+    written: list[SegmentFileOutcome], started_at: datetime,
 ) -> None:
     """manifest-files.json, then manifest-summary.json: the last file, whose presence finishes the export."""
     folder = checks.folder
-    write_object(folder, export_dir + FILES_MANIFEST_NAME, files_manifest(o.data_file for o in written))
+    write_file(export_dir + FILES_MANIFEST_NAME, files_manifest(f for o in written for f in o.data_files))
     facts = ExportFacts(
         export_id=export_dir.rstrip("/").rpartition("/")[2],
         table_arn=_table_arn(checks.source, config.source.client_spec("source").region),
@@ -168,14 +189,14 @@ def _write_manifests(
         billed_size_bytes=sum(o.item_bytes for o in written),
         table_creation=checks.table_creation,
     )
-    write_object(folder, export_dir + SUMMARY_FILE_NAME, summary_document(facts))
+    write_file(export_dir + SUMMARY_FILE_NAME, summary_document(facts))
 
 
-def _write_started(folder: ExportFolder, export_dir: str) -> None:
+def _write_started(folder: ExportFolder, write_file: Callable[[str, bytes], str], export_dir: str) -> None:
     """The export's first file, as AWS writes it: an empty `_started` that shows the folder is writable."""
     try:
-        write_object(folder, export_dir + STARTED_FILE_NAME, b"")
-    except OSError as exc:  # a local folder: the checks passed, yet the directory cannot be made or written
+        write_file(export_dir + STARTED_FILE_NAME, b"")
+    except OSError as exc:  # a local or Hadoop folder: the checks passed, yet it cannot be made or written
         raise ExportPathError(
             folder.where(), f"cannot write {folder.where(export_dir + STARTED_FILE_NAME)} ({exc.strerror or exc}): "
             "set target.path to a directory this user can write to",
@@ -203,7 +224,7 @@ def _task(
 
 def _check_local_files(folder: ExportFolder, export_dir: str, written: list[SegmentFileOutcome]) -> None:
     """Every data file an executor wrote to a local folder is there, whole, as the driver sees it."""
-    if folder.is_s3:
+    if not folder.is_local:  # S3 answered each upload; the driver wrote a Hadoop folder's files itself
         return
     for outcome in written:
         relative = export_dir + data_file_name(outcome.segment)

@@ -4,6 +4,9 @@ Runs on an executor. Items go from Scan to the gzip file in wire form (DynamoDB 
 exports hold it) without passing through Spark rows. Like `segment_copy`, the function never
 raises: it returns a `SegmentFileOutcome` that carries the error, because a returned error
 pickles back to the driver intact with its class and `retryable` flag.
+
+For a Hadoop folder the task writes one bounded piece of the segment instead (`max_file_bytes`,
+from `start_key`) and returns the file's bytes for the driver to write (`export_pieces`).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from migrator.connection import ClientSpec
 from migrator.errors import MigratorError, SegmentFailed
 from migrator.export.manifest import DataFile
 from migrator.export.output import DataFileEncoder
-from migrator.items import is_expired, item_size_bytes, rename_attributes
+from migrator.items import Item, is_expired, item_size_bytes, rename_attributes
 from migrator.ratelimit import CapacityLimiter
 from migrator.source.scan import ScanCounters, scan_segment
 from migrator.target.export_folder import ExportFolder, open_data_file
@@ -41,6 +44,10 @@ class SegmentFileTask:
     consistent_read: bool = False
     read_units_per_second: float | None = None
     source_reports_capacity: bool = True
+    # A piece of the segment (a Hadoop folder): Scan after start_key, and stop after the page that
+    # takes the file to max_file_bytes; the outcome's resume_key says where the next piece starts.
+    start_key: Item | None = None
+    max_file_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -58,10 +65,12 @@ class SegmentFileOutcome:
     retries: int = 0
     unprocessed_retries: int = 0  # always 0: nothing is sent to a table
     seconds: float = 0.0
-    data_file: DataFile | None = None  # its manifest line: key, itemCount, md5Checksum, etag
-    size_bytes: int = 0  # of the gzip file
+    data_files: tuple[DataFile, ...] = ()  # their manifest lines: key, itemCount, md5Checksum, etag
+    size_bytes: int = 0  # of the gzip files
     item_bytes: int = 0  # the items' size as DynamoDB counts it (the summary's billedSizeBytes)
     error: MigratorError | None = field(default=None)
+    data: bytes | None = None  # the gzip file, for the driver to write (a Hadoop folder); else None
+    resume_key: Item | None = None  # a piece: where the segment's next piece starts; None: the segment is done
 
     @property
     def ok(self) -> bool:
@@ -92,9 +101,11 @@ def export_segment(task: SegmentFileTask) -> SegmentFileOutcome:
             skipped_expired=skipped,
             retries=counters.retries,
             seconds=time.monotonic() - started,
-            data_file=DataFile(task.folder.key(task.data_file), encoder.item_count, encoder.md5_base64(), sink.etag),
+            data_files=(DataFile(task.folder.key(task.data_file), encoder.item_count, encoder.md5_base64(), sink.etag),),
             size_bytes=encoder.size_bytes,
             item_bytes=item_bytes,
+            data=sink.data,
+            resume_key=counters.resume_key,
         )
     return SegmentFileOutcome(
         segment=task.segment, scanned=counters.items, skipped_expired=skipped, retries=counters.retries,
@@ -103,7 +114,8 @@ def export_segment(task: SegmentFileTask) -> SegmentFileOutcome:
 
 
 def _write_items(task: SegmentFileTask, encoder: DataFileEncoder, counters: ScanCounters) -> tuple[int, int]:
-    """Every live item of the segment into the encoder, a Scan page at a time; (items skipped, item bytes)."""
+    """Every live item of the segment (or of the piece) into the encoder, a Scan page at a time;
+    (items skipped, item bytes). `counters.resume_key` then says whether the segment is done."""
     renames = dict(task.renames)
     skipped = item_bytes = 0
     pages = scan_segment(
@@ -115,6 +127,7 @@ def _write_items(task: SegmentFileTask, encoder: DataFileEncoder, counters: Scan
         counters=counters,
         consistent_read=task.consistent_read,
         report_capacity=task.source_reports_capacity,
+        start_key=task.start_key,
     )
     for page in pages:
         now = time.time()
@@ -126,4 +139,6 @@ def _write_items(task: SegmentFileTask, encoder: DataFileEncoder, counters: Scan
             live.append(rename_attributes(item, renames))
         item_bytes += sum(item_size_bytes(item) for item in live)
         encoder.write_items(live)
+        if task.max_file_bytes is not None and encoder.size_bytes >= task.max_file_bytes:
+            break  # the file is full: the next piece resumes after this page (counters.resume_key)
     return skipped, item_bytes

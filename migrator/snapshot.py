@@ -38,12 +38,16 @@ class UnitJobs(Generic[Task, Outcome]):
     `work` runs on an executor and returns an outcome, never raises (its error pickles back
     intact); `describe` names the job in the Spark UI; `job_failed` is the outcome of a job
     that Spark itself failed (executor lost, task killed), which is worth retrying.
+    `attempt`, when set, runs one attempt of a unit on the driver in place of the single
+    `run_job`: for units done in several Spark jobs (an export's segment in pieces); it stops
+    starting jobs once its `threading.Event` is set (Ctrl+C, another unit's failure).
     """
 
     work: Callable[[Task], Outcome]
     describe: Callable[[Task], str]
     job_failed: Callable[[Task, str], Outcome]
     unit: str = "unit"  # "segment", "file": in thread names and log lines
+    attempt: Callable[[SparkSession, Task, "UnitJobs", threading.Event], Outcome] | None = None
 
 
 def copy_segments(
@@ -113,7 +117,7 @@ def _run_unit(
         return
     spark.sparkContext.setJobDescription(jobs.describe(task))
     for attempt in range(1, SEGMENT_ATTEMPTS + 1):
-        outcome = _run_job(spark, task, jobs)
+        outcome = jobs.attempt(spark, task, jobs, stop) if jobs.attempt else run_job(spark, task, jobs)
         if outcome.ok:
             on_done(outcome)
             return
@@ -123,7 +127,8 @@ def _run_unit(
         log.warning("%s; retrying the %s (attempt %d of %d)", error, jobs.unit, attempt + 1, SEGMENT_ATTEMPTS)
 
 
-def _run_job(spark: SparkSession, task: Any, jobs: UnitJobs) -> Any:
+def run_job(spark: SparkSession, task: Any, jobs: UnitJobs) -> Any:
+    """Run `jobs.work` on `task` as one Spark job of one task; its outcome, or `job_failed`'s."""
     try:
         return spark.sparkContext.parallelize([task], 1).map(jobs.work).collect()[0]
     except Py4JError as exc:  # the Spark job itself failed: executor lost, task killed, cancelled

@@ -54,12 +54,14 @@ def export_folder(export_id: str) -> str:
     return f"{EXPORTS_FOLDER}{export_id}/"
 
 
-def data_file_name(segment: int) -> str:
+def data_file_name(segment: int, piece: int = 0) -> str:
     """The data file of one scan segment, relative to the export's folder.
 
     Fixed per segment, so a segment retried after a failure replaces its file, never adds one.
+    Where a segment is split into files of bounded size (a Hadoop folder: `export_pieces`), its
+    second file is `segment-000003-000001.json.gz`, and so on.
     """
-    return f"data/segment-{segment:06d}.json.gz"
+    return f"data/segment-{segment:06d}{f'-{piece:06d}' if piece else ''}.json.gz"
 
 
 def iso_time(moment: datetime) -> str:

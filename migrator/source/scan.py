@@ -17,6 +17,9 @@ class ScanCounters:
     items: int = 0
     retries: int = 0
     read_units: float = 0.0
+    # After each page: the key the next Scan call starts after, None once the segment is done.
+    # A caller that stops part way (an export's file full) resumes the segment from here.
+    resume_key: Item | None = None
 
 
 def scan_segment(
@@ -29,14 +32,18 @@ def scan_segment(
     counters: ScanCounters,
     consistent_read: bool = False,
     report_capacity: bool = True,
+    start_key: Item | None = None,
 ) -> Iterator[list[Item]]:
-    """Yield the items of one segment, one page at a time."""
+    """Yield the items of one segment, one page at a time; after `start_key` when given
+    (a `resume_key` of an earlier call)."""
     request: dict[str, Any] = {
         "TableName": table,
         "Segment": segment,
         "TotalSegments": total_segments,
         "ConsistentRead": consistent_read,
     }
+    if start_key:
+        request["ExclusiveStartKey"] = start_key
     if report_capacity:
         request["ReturnConsumedCapacity"] = "TOTAL"
     while True:
@@ -50,8 +57,9 @@ def scan_segment(
         counters.items += len(items)
         counters.retries += retries_of(response)
         counters.read_units += units
-        yield items
         last_key = response.get("LastEvaluatedKey")
+        counters.resume_key = last_key or None
+        yield items
         if not last_key:
             return
         request["ExclusiveStartKey"] = last_key

@@ -1,4 +1,5 @@
-"""Where an S3 export is written: a local directory or an S3 bucket and prefix, and how bytes get there.
+"""Where an S3 export is written: a local directory, an S3 bucket and prefix, or a Hadoop filesystem
+URI, and how bytes get there.
 
 The driver checks that the folder holds no export yet (`refuse_existing`), then writes
 `_started` and, at the end, the two manifests (`write_object`). Each executor streams its data
@@ -9,6 +10,11 @@ and a retried segment replaces its file.
 
 A local directory must be one filesystem for the driver and every executor (local mode, or a
 shared mount on a cluster); the driver checks each data file is there before writing the manifests.
+
+A Hadoop filesystem (hdfs://...) is reachable only through the driver's JVM: executors are
+Python workers without one. There `open_data_file` keeps the file's bytes, bounded by the
+export's file size limit (`export_pieces`), and the executor hands them back to the driver,
+which writes them and the rest with `hadoop_folder.HadoopFolder`.
 """
 
 from __future__ import annotations
@@ -38,19 +44,26 @@ FOLDERS_CHECKED = 10  # existing export folders checked for a summary, for the r
 class ExportFolder:
     """The folder exports go under (target.path); plain values, so executors receive it in their task."""
 
-    bucket: str | None  # None: a local directory
-    root: str  # S3: the key prefix, "" or "a/b"; local: the directory, absolute
+    bucket: str | None  # None: a local directory or a Hadoop filesystem
+    root: str  # S3: the key prefix, "" or "a/b"; local: the directory, absolute; Hadoop: the URI as given
     s3: ClientSpec | None = None
+    hadoop: bool = False  # root is a Hadoop filesystem URI (hdfs://...), written by the driver
 
     @classmethod
     def of(cls, target: S3ExportTarget) -> "ExportFolder":
         if target.is_s3:
             return cls(target.bucket, target.prefix, target.client_spec("target"))
+        if target.is_hadoop:
+            return cls(None, target.prefix, hadoop=True)
         return cls(None, os.path.abspath(os.path.expanduser(target.prefix)))
 
     @property
     def is_s3(self) -> bool:
         return self.bucket is not None
+
+    @property
+    def is_local(self) -> bool:
+        return not self.is_s3 and not self.hadoop
 
     def key(self, relative: str) -> str:
         """The key manifests name a file by: S3's key, or, locally, the path under the folder."""
@@ -59,18 +72,31 @@ class ExportFolder:
         return relative
 
     def where(self, relative: str = "") -> str:
-        """The file or folder for people: s3://bucket/key or a local path."""
+        """The file or folder for people: s3://bucket/key, a local path, or the Hadoop URI."""
         if self.is_s3:
             return f"s3://{self.bucket}/{self.key(relative)}"
+        if self.hadoop:
+            return _join_uri(self.root, relative)
         return os.path.join(self.root, relative) if relative else self.root
 
     def control_plane(self) -> "ExportFolder":
         """The same folder with the driver's fail-fast client settings."""
-        return ExportFolder(self.bucket, self.root, self.s3.for_control_plane() if self.s3 else None)
+        return ExportFolder(self.bucket, self.root, self.s3.for_control_plane() if self.s3 else None, self.hadoop)
+
+
+def _join_uri(root: str, relative: str) -> str:
+    """`hdfs://nn/exports` + `a/b`: joined with one "/", whatever the driver's OS (not os.path.join)."""
+    if not relative:
+        return root
+    return (root if root.endswith("/") else root + "/") + relative
 
 
 def refuse_existing(folder: ExportFolder) -> None:
-    """Refuse a folder that already holds an export, finished or not, or that cannot be written to."""
+    """Refuse a folder that already holds an export, finished or not, or that cannot be written to.
+
+    Local and S3 folders only: a Hadoop folder is checked by `HadoopFolder.refuse_existing`,
+    once the driver's JVM runs.
+    """
     folders, finished = _existing_exports(folder)
     if folders:
         raise ExportExists(folder.where(), [folder.where(name) for name in folders], finished)
@@ -86,13 +112,14 @@ def write_object(folder: ExportFolder, relative: str, data: bytes) -> str:
 
 
 @contextmanager
-def open_data_file(folder: ExportFolder, relative: str) -> Iterator["_LocalFile | _S3Upload"]:
+def open_data_file(folder: ExportFolder, relative: str) -> Iterator["_LocalFile | _S3Upload | _HandedBack"]:
     """A writable file that appears under its name only when the block ends without an error.
 
     After the block, the sink's `etag` is S3's ETag (a local file gets the hex MD5 of its bytes,
-    what a single PutObject would give).
+    what a single PutObject would give), and its `data` the bytes the driver is to write (a
+    Hadoop folder), else None.
     """
-    sink = _S3Upload(folder, relative) if folder.is_s3 else _LocalFile(folder, relative)
+    sink = _S3Upload(folder, relative) if folder.is_s3 else _HandedBack() if folder.hadoop else _LocalFile(folder, relative)
     try:
         yield sink
     except BaseException:
@@ -159,8 +186,31 @@ def _check_local_directory(folder: ExportFolder) -> None:
         )
 
 
+class _HandedBack:
+    """A file of a Hadoop folder, kept in memory for the driver to write (executors cannot reach Hadoop)."""
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+        self.data: bytes | None = None
+        self.etag = ""
+
+    def write(self, data: bytes) -> int:
+        self._buffer += data
+        return len(data)
+
+    def commit(self) -> None:
+        self.data = bytes(self._buffer)
+        self._buffer = bytearray()
+        self.etag = hashlib.md5(self.data).hexdigest()
+
+    def abort(self) -> None:
+        self._buffer = bytearray()
+
+
 class _LocalFile:
     """A file in a local folder, written under a temporary name and renamed into place on commit."""
+
+    data = None  # written here, not handed back
 
     def __init__(self, folder: ExportFolder, relative: str):
         self._final = Path(folder.where(relative))
@@ -188,6 +238,8 @@ class _LocalFile:
 
 class _S3Upload:
     """An S3 object written as it comes: one PutObject when small, else a multipart upload."""
+
+    data = None  # uploaded here, not handed back
 
     def __init__(self, folder: ExportFolder, relative: str):
         self._client = aws.client(folder.s3, "s3")

@@ -68,7 +68,15 @@ def test_s3_path_forms(path, bucket, prefix):
                                               ("file:///data/exports", "/data/exports")])  # fmt: skip
 def test_local_paths(path, directory):
     block = target({"target.path": path})
-    assert (block.is_s3, block.bucket, block.prefix) == (False, None, directory)
+    assert (block.is_s3, block.is_hadoop, block.bucket, block.prefix) == (False, False, None, directory)
+
+
+@pytest.mark.parametrize("path", ["hdfs://namenode:8020/exports", "hdfs:///exports/", "viewfs://cluster/x",
+                                  "gs://bucket/exports"])  # fmt: skip
+def test_other_uris_are_hadoop_filesystems_kept_as_given(path):
+    """Whether the cluster's Hadoop has a FileSystem for the scheme is known once Spark runs, not here."""
+    block = target({"target.path": path})
+    assert (block.is_s3, block.is_hadoop, block.bucket, block.prefix) == (False, True, None, path)
 
 
 def test_scylla_migrator_style_stream_changes_false_is_accepted():
@@ -77,8 +85,8 @@ def test_scylla_migrator_style_stream_changes_false_is_accepted():
 
 ERROR_CASES = [
     ("no path", {"target.path": DELETE}, "target.path", ["required key is missing"]),
-    ("another scheme", {"target.path": "gs://bucket/x"}, "target.path",
-     ["gs:// is not a place this version writes exports to", "s3://bucket/prefix"]),
+    ("not a scheme", {"target.path": "1x://bucket/x"}, "target.path",
+     ["'1x' is not a URI scheme", "s3://bucket/prefix", "hdfs://namenode/exports"]),
     ("no bucket", {"target.path": "s3:///x"}, "target.path", ["names no bucket"]),
     ("typo", {"target.pth": "x"}, "target.pth", ["did you mean 'path'?"]),
     ("a table key", {"target.table": "Orders"}, "target.table", ["unknown key; known keys: ", "path"]),
@@ -114,8 +122,15 @@ def test_credentials_in_the_path_are_refused_without_repeating_them():
     assert "planted-secret" not in str(caught.value)
 
 
+def test_credentials_in_a_hadoop_uri_are_refused_without_repeating_them():
+    with pytest.raises(ConfigError) as caught:
+        parse_config(variant({"target.path": "hdfs://user:planted-secret@namenode/x"}), FILE)
+
+    assert caught.value.key_path == "target.path" and "Hadoop configuration" in str(caught.value)
+    assert "planted-secret" not in str(caught.value)
+
+
 @pytest.mark.parametrize("edits, key_path, feature", [
-    ({"target.path": "hdfs://namenode:8020/exports"}, "target.path", "writing an S3 export to HDFS"),
     ({"source": {"type": "dynamodb-s3-export", "bucket": "b", "manifestKey": "AWSDynamoDB/x/manifest-summary.json"}},
      "target.type", "writing an S3 export from another S3 export"),
 ])  # fmt: skip

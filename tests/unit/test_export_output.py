@@ -76,6 +76,11 @@ def test_data_file_names_are_fixed_per_segment():
     assert data_file_name(999_999) == "data/segment-999999.json.gz"
 
 
+def test_a_segment_in_pieces_keeps_its_first_name_and_numbers_the_rest():
+    assert data_file_name(3, 0) == "data/segment-000003.json.gz"
+    assert data_file_name(3, 1) == "data/segment-000003-000001.json.gz"
+
+
 def test_times_are_written_as_summaries_write_them():
     assert iso_time(MOMENT) == "2024-05-01T10:00:05.028Z"
 
