@@ -1,15 +1,32 @@
 #!/usr/bin/env python
-"""Benchmark change replication on the moto emulator: end-to-end lag and throughput at fixed write rates.
+"""Benchmark change replication on the moto emulator: end-to-end lag and throughput at fixed write rates, in
+DynamoDB Streams mode and Kinesis Data Streams mode side by side.
 
-    .venv/bin/python scripts/bench_stream.py [--rates 100,500,max] [--seconds 60] [--keys 2000] [--payload-bytes 207]
+    .venv/bin/python scripts/bench_stream.py [--modes streams,kinesis] [--rates 100,500,max] [--seconds 60]
+        [--keys 2000] [--payload-bytes 207]
+
+Modes (`--modes`, run one after the other in that order, each with its own job over its own fresh tables
+bench_<mode>_source and bench_<mode>_target, at the same rates, measured the same way):
+  streams  `target.streamChanges: true`: the source has a NEW_AND_OLD_IMAGES DynamoDB stream; the job reads it
+           (DescribeStream, GetShardIterator, GetRecords of dynamodbstreams).
+  kinesis  `target.streamChanges: {type: kinesis, streamArn: ...}`: the benchmark creates a Kinesis data stream
+           of 1 shard, bench_kinesis_changes, as a user would; the source has NO DynamoDB stream (so the emulator
+           does not do that work too). The job enables the table's Kinesis streaming destination itself,
+           snapshots, then replays from AT_TIMESTAMP. Each write's record (both images) is put into the stream
+           by the emulator's destination extension (scripts/moto_kinesis_destination.py) inside the write's own
+           request, under moto_table_lock, the way a DynamoDB stream record is made in the other mode.
 
 One emulator (scripts/emulator.py, its own process) serves everything. In order:
-  1. The emulator's limit: `--writer-threads` threads write PutItem as fast as they can for `--limit-seconds` into
-     a scratch table with a NEW_AND_OLD_IMAGES stream (a stream record per write, as on the source), nothing else
-     running, with the items of step 3. "max" offers that rate; it is "the emulator's limit" of the goals.
-  2. The source: `--keys`/2 `sample_data.make_item` items, then a NEW_AND_OLD_IMAGES stream; the job is
-     `spark-submit --master local[2] jobs/migrate.py` with `target.streamChanges: true` and `metricsPort`. It is
-     replicating once it logged "replicating changes of" and a probe write reached the target.
+  1. The emulator's limit, measured once for every mode: `--writer-threads` threads write PutItem as fast as
+     they can for `--limit-seconds` into a scratch table with a NEW_AND_OLD_IMAGES stream (a stream record per
+     write, as on the Streams mode's source), nothing else running, with the items of step 3. "max" offers that
+     rate, to every mode; it is "the emulator's limit" of the goals. (In kinesis mode the emulator's work per
+     write is a Kinesis record instead of a stream record: "max" is the same offered rate, not that mode's own limit.)
+  Then per mode:
+  2. The source: `--keys`/2 `sample_data.make_item` items, then (streams) a NEW_AND_OLD_IMAGES stream or
+     (kinesis) the empty Kinesis stream; the job is `spark-submit --master local[2] jobs/migrate.py` with the
+     mode's `target.streamChanges` and `metricsPort`. Either way the seeded items reach the target through the
+     snapshot only. It is replicating once it logged "replicating changes of" and a probe write reached the target.
   3. Per rate, for `--seconds`: an open-loop writer. Write i is due at start + i/rate whatever became of the
      writes before it (`--writer-threads` threads take the next due write; a late one goes at once), so a slow
      emulator shows as lag and as an achieved rate below the nominal one, never as a quietly lighter load. Writes
@@ -18,11 +35,12 @@ One emulator (scripts/emulator.py, its own process) serves everything. In order:
      item, 30% UpdateItem (SET v, payload), 10% DeleteItem. An update goes only to a key that exists (moto
      streams an update that creates an item as two records, DynamoDB as one), a delete only to a key that exists
      and has no change still on its way to the target (so what the target receives always tells which write it
-     carries, below); otherwise the write is a put. So each write is one stream record. Writes to one key never
-     overlap and each carries `v`, a number that grows with every write: a key's order in the source is its v's.
-     Then the benchmark waits (up to `--drain-seconds`) until every write of the rate is in the target.
+     carries, below); otherwise the write is a put. So each write is one stream (or Kinesis) record. Writes to one
+     key never overlap and each carries `v`, a number that grows with every write: a key's order in the source is
+     its v's. Then the benchmark waits (up to `--drain-seconds`) until every write of the rate is in the target.
   4. The target is scanned and compared with the source (every key and its v); SIGINT stops the job, which must
-     exit 0.
+     exit 0. The mode's tables (and Kinesis stream) are deleted, so the next mode's emulator holds none of them.
+  A job that fails ends its mode (the failure and the end of its log are printed); the next mode still runs.
 
 Lag of a write: from the moment boto3 returned its acknowledgement to the moment its value was in the target. The
 target is not polled: the job's endpoints (source and target) are relaying proxies in this process
@@ -35,21 +53,26 @@ not poll: one BatchGetItem of 100 keys costs moto about 70 ms, and at 100 change
 keys are pending, so polling them every 50 ms would take more of the emulator than the writes under test. What the
 measurement costs instead: a loopback hop (about a millisecond) on each of the job's requests, parsing its
 BatchWriteItem bodies (on another thread, after the answer is relayed), and a scrape of the job's Prometheus
-endpoint every 0.25 s.
+endpoint every 0.25 s. The same in both modes: in kinesis mode the job reaches Kinesis at the source's endpoint,
+so its ListShards, GetShardIterator and GetRecords go through the source's proxy too (and are in the emulator's
+time per operation below), as its dynamodbstreams calls do in streams mode.
 
-Per rate: the offered rate achieved; lag p50/p95/p99/max; applied changes/s (stream records in the batches the job
-applied: its migrator_stream_records_consumed_total) and its ratio to the achieved offered rate; target writes/s
+Per mode and rate: the offered rate achieved; lag p50/p95/p99/max; applied changes/s (stream records in the batches
+the job applied: its migrator_stream_records_consumed_total) and its ratio to the achieved offered rate; target writes/s
 (puts and deletes after the per-key collapse); batches/s; the time the job's calls to the emulator took, per
-operation (concurrent calls add up: it is the emulator's part of a batch, the rest is the job's own); writes never
+operation (concurrent calls add up: it is the emulator's part of a batch, the rest is the job's own); records the
+job dropped (migrator_stream_records_dropped_total: duplicates or stale changes in kinesis mode); writes never
 seen in the target. The job's counters are read over a window as long as the writer's, shifted by the median lag,
 so that in a steady state it covers the changes offered; the job applies about a batch a second, so the window may
-hold a batch more or less (±10% in 10 s, ±2% in 60 s). Exit code 1 when a write never reached the target, a source
-write failed, the target differs from the source, or the job failed or did not exit 0 on SIGINT. The goals are
-reported, not enforced.
+hold a batch more or less (±10% in 10 s, ±2% in 60 s). At the end, one table compares the modes rate by rate
+(mode, rate, achieved offered rate, lag p50/p95/p99/max, applied changes/s and its ratio to offered). Exit code 1
+when, in any mode, a write never reached the target, a source write failed, the target differs from the source,
+or the job failed or did not exit 0 on SIGINT. The goals are reported per mode, not enforced.
 
 The machine is shared and small: the writer (boto3, about 1.7 ms of CPU per request), this process's proxies, the
 emulator (about one core at its limit: it is GIL-bound), the driver JVM and the Python workers all compete for the
-cores, so lags include waiting for a CPU, more so at high rates; load averages are printed. The rates describe the
+cores, so lags include waiting for a CPU, more so at high rates; load averages are printed (per rate: the modes
+run at different times, and other work on the machine may differ between them). The rates describe the
 emulator, not DynamoDB. Ctrl+C or SIGTERM stops the writer, the job, the proxies and the emulator (exit 130).
 """
 
@@ -94,7 +117,8 @@ from migrator.spark import LOCAL_DRIVER_JAVA_OPTIONS  # noqa: E402
 
 REGION, ACCESS_KEY, SECRET_KEY = "us-east-1", "bench-access-key", "bench-secret-key"
 MASTER = "local[2]"
-SOURCE, TARGET = "bench_stream_source", "bench_stream_target"
+ACCOUNT = "123456789012"  # moto's default account, in the Kinesis stream's ARN
+MODES = ("streams", "kinesis")
 PUT, UPDATE, DELETE = "put", "update", "delete"
 MIX = ((PUT, 0.6), (UPDATE, 0.3), (DELETE, 0.1))  # share of each kind of write
 STARTUP_TIMEOUT = 600  # spark-submit until replicating; the snapshot of --keys/2 items included
@@ -105,7 +129,36 @@ METRICS = {  # what the benchmark reads from the job's Prometheus endpoint
     "records": "migrator_stream_records_consumed_total",
     "applied": "migrator_changes_applied_total",  # summed over its operation label
     "batches": "migrator_batches_total",
+    "dropped": "migrator_stream_records_dropped_total",  # summed over its reason label; kinesis mode
 }
+
+
+@dataclass(frozen=True)
+class Mode:
+    """A way of replicating, with its own tables: "streams" (the source's DynamoDB stream) or "kinesis" (a Kinesis
+    data stream the source table streams to through its Kinesis streaming destination)."""
+
+    name: str
+
+    @property
+    def source(self) -> str:
+        return f"bench_{self.name}_source"
+
+    @property
+    def target(self) -> str:
+        return f"bench_{self.name}_target"
+
+    @property
+    def kinesis(self) -> bool:
+        return self.name == "kinesis"
+
+    @property
+    def stream_arn(self) -> str:
+        return f"arn:aws:kinesis:{REGION}:{ACCOUNT}:stream/bench_{self.name}_changes"
+
+    def stream_changes(self) -> bool | dict:
+        """target.streamChanges of the job's configuration."""
+        return {"type": "kinesis", "streamArn": self.stream_arn} if self.kinesis else True
 
 
 # --- DynamoDB helpers -----------------------------------------------------------------------------------
@@ -114,6 +167,33 @@ def dynamodb(endpoint_url: str):
     config = Config(retries={"mode": "standard", "max_attempts": 3}, max_pool_connections=64, read_timeout=120)
     return boto3.client("dynamodb", endpoint_url=endpoint_url, region_name=REGION, config=config,
                         aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY)
+
+
+def kinesis_client(endpoint_url: str):
+    return boto3.client("kinesis", endpoint_url=endpoint_url, region_name=REGION,
+                        config=Config(retries={"mode": "standard", "max_attempts": 3}),
+                        aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY)
+
+
+def create_kinesis_stream(kinesis, stream_arn: str) -> None:
+    """What a user does before a Kinesis-mode migration: a stream of one shard, ACTIVE."""
+    name = stream_arn.rpartition("/")[2]
+    kinesis.create_stream(StreamName=name, ShardCount=1)
+    deadline = time.monotonic() + 30
+    while kinesis.describe_stream_summary(StreamName=name)["StreamDescriptionSummary"]["StreamStatus"] != "ACTIVE":
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"Kinesis stream {name} not ACTIVE after 30 s")
+        time.sleep(0.2)
+
+
+def drop_mode(client, kinesis, mode: Mode) -> None:
+    """A mode's tables and stream, once it is done: moto keeps items and records in memory."""
+    for table in (mode.source, mode.target):
+        with contextlib.suppress(client.exceptions.ResourceNotFoundException):
+            client.delete_table(TableName=table)
+    if mode.kinesis:
+        with contextlib.suppress(kinesis.exceptions.ResourceNotFoundException):
+            kinesis.delete_stream(StreamName=mode.stream_arn.rpartition("/")[2], EnforceConsumerDeletion=True)
 
 
 def enable_stream(client, table: str) -> None:
@@ -219,10 +299,10 @@ class JobEndpoint(FaultProxy):
     Given a tracker (the target's endpoint), it also queues each BatchWriteItem's body with the instant its
     answer came back, and a thread turns them into visibility times (see the docstring)."""
 
-    def __init__(self, emulator_url: str, tracker: Tracker | None = None):
+    def __init__(self, emulator_url: str, tracker: Tracker | None = None, table: str | None = None):
         super().__init__(emulator_url, fault_rate=0.0, record=True, clock=time.monotonic)
         self.calls: list[tuple[str, float, float]] = []  # (operation, arrived, answered)
-        self._tracker, self._bodies = tracker, queue.SimpleQueue()
+        self._tracker, self._table, self._bodies = tracker, table, queue.SimpleQueue()
         if tracker is not None:
             threading.Thread(target=self._check, name="target-watch", daemon=True).start()
 
@@ -237,7 +317,7 @@ class JobEndpoint(FaultProxy):
     def _check(self) -> None:
         while True:
             body, answered = self._bodies.get()
-            for request in json.loads(body)["RequestItems"].get(TARGET, []):
+            for request in json.loads(body)["RequestItems"].get(self._table, []):
                 if "PutRequest" in request:
                     item = request["PutRequest"]["Item"]
                     if "v" in item:  # items without v come from the snapshot
@@ -286,7 +366,7 @@ def write_once(client, table: str, keys: KeySpace, tracker: Tracker, rng: random
         return write
 
 
-def offer(phase: "Phase", client, keys: KeySpace, tracker: Tracker, threads: int, seed_: int) -> None:
+def offer(phase: "Phase", client, table: str, keys: KeySpace, tracker: Tracker, threads: int, seed_: int) -> None:
     """Open loop: write i is due at start + i/rate, for `phase.seconds`. A write still unsent when the window
     closes (the writer fell that far behind) is not sent: the phase lasts its time, whatever the rate."""
     counter, writes, stop = itertools.count(), [], threading.Event()
@@ -300,7 +380,7 @@ def offer(phase: "Phase", client, keys: KeySpace, tracker: Tracker, threads: int
             due = start + i / phase.nominal
             if stop.wait(max(0.0, due - time.monotonic())) or time.monotonic() >= end:
                 return
-            writes.append(write_once(client, SOURCE, keys, tracker, rng, due))
+            writes.append(write_once(client, table, keys, tracker, rng, due))
 
     run_threads(worker, threads, stop)
     phase.writes = sorted(writes, key=lambda w: w.version)
@@ -398,15 +478,16 @@ class JobFailed(Exception):
     pass
 
 
-def write_config(workdir: Path, source_url: str, target_url: str, metrics_port: int) -> Path:
-    """Both tables behind the benchmark's proxies; replication and metrics on."""
+def write_config(workdir: Path, mode: Mode, source_url: str, target_url: str, metrics_port: int) -> Path:
+    """Both tables behind the benchmark's proxies; replication in the mode's way, and metrics, on."""
 
     def side(table: str, url: str) -> dict:
         host, _, port = url.rpartition(":")
         return {"type": "dynamodb", "table": table, "region": REGION, "endpoint": {"host": host, "port": int(port)},
                 "credentials": {"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}}
 
-    config = {"source": side(SOURCE, source_url), "target": {**side(TARGET, target_url), "streamChanges": True},
+    config = {"source": side(mode.source, source_url),
+              "target": {**side(mode.target, target_url), "streamChanges": mode.stream_changes()},
               "savepoints": {"path": str(workdir / "savepoints")},
               "checkpointLocation": str(workdir / "checkpoint"), "metricsPort": metrics_port}
     path = workdir / "bench-stream.yaml"
@@ -492,11 +573,11 @@ def percentile(ordered: list[float], percent: float) -> float:
     return ordered[max(0, math.ceil(percent / 100 * len(ordered)) - 1)] if ordered else math.nan
 
 
-def run_phase(phase: Phase, number: int, client, keys: KeySpace, tracker: Tracker, endpoints: list[JobEndpoint],
-              sampler: MetricsSampler, job: Job, args: argparse.Namespace) -> Phase:
+def run_phase(phase: Phase, number: int, mode: Mode, client, keys: KeySpace, tracker: Tracker,
+              endpoints: list[JobEndpoint], sampler: MetricsSampler, job: Job, args: argparse.Namespace) -> Phase:
     """Offer the rate, wait until the target has every write, read the job's counters over the window."""
-    print(f"\n{phase.name}: offering {phase.nominal:,.0f} writes/s for {phase.seconds:g} s ...")
-    offer(phase, client, keys, tracker, args.writer_threads, seed_=number)
+    print(f"\n{mode.name} {phase.name}: offering {phase.nominal:,.0f} writes/s for {phase.seconds:g} s ...")
+    offer(phase, client, mode.source, keys, tracker, args.writer_threads, seed_=number)
     job.check_running()
     wait_until_seen(phase, job, args.drain_seconds)
     phase.never_seen = len(phase.unseen)  # what arrives later is still a failure
@@ -521,9 +602,9 @@ def wait_until_seen(phase: Phase, job: Job, timeout: float) -> None:
         time.sleep(0.1)
 
 
-def probe(client, keys: KeySpace, tracker: Tracker, job: Job) -> float:
+def probe(client, table: str, keys: KeySpace, tracker: Tracker, job: Job) -> float:
     """One put, waited for in the target: proves the whole path works; returns its lag."""
-    write = write_once(client, SOURCE, keys, tracker, random.Random(0), time.monotonic())
+    write = write_once(client, table, keys, tracker, random.Random(0), time.monotonic())
     deadline = time.monotonic() + PROBE_TIMEOUT
     while write.visible is None:
         job.check_running()
@@ -546,7 +627,8 @@ def print_phase(phase: Phase) -> None:
           f"p99 {phase.lag(99):.3f} s, max {phase.lag(100):.3f} s")
     print(f"    applied: {c['records']:,.1f} changes/s (ratio to offered {ratio(phase):.3f}), "
           f"{c['applied']:,.1f} target writes/s after the per-key collapse, {c['batches']:.2f} batches/s "
-          f"({c['records'] / c['batches'] if c['batches'] else 0:,.0f} changes per batch)")
+          f"({c['records'] / c['batches'] if c['batches'] else 0:,.0f} changes per batch); "
+          f"{c['dropped']:,.1f} records/s dropped")
     calls = sorted(phase.emulator_calls.items(), key=lambda call: -sum(call[1]))
     busy = sum(sum(seconds) for _, seconds in calls)
     print(f"    the job's calls to the emulator in that window took {busy / phase.seconds:.2f} s per second: "
@@ -585,46 +667,92 @@ def print_header(args: argparse.Namespace) -> dict[str, str]:
 
 def reproduce_command(args: argparse.Namespace) -> str:
     python = os.path.relpath(sys.executable, REPO) if sys.executable.startswith(f"{REPO}/") else sys.executable
-    return (f"cd {REPO} && {python} scripts/bench_stream.py --rates {args.rates} --seconds {args.seconds:g} "
+    return (f"cd {REPO} && {python} scripts/bench_stream.py --modes {args.modes} --rates {args.rates} "
+            f"--seconds {args.seconds:g} "
             f"--keys {args.keys} --payload-bytes {args.payload_bytes} --writer-threads {args.writer_threads} "
             f"--limit-seconds {args.limit_seconds:g}")
 
 
-def report(args: argparse.Namespace, facts: dict[str, str], limit: float, phases: list[Phase]) -> None:
-    """The goals, then a Markdown table for the README."""
+@dataclass
+class ModeRun:
+    """What one mode's job did: its rates, the final check, its exit code, or why it failed."""
+
+    mode: Mode
+    phases: list[Phase] = field(default_factory=list)
+    equal: bool | None = None  # the target equal to the source at the end; None: not checked
+    code: int | None = None  # the job's exit code on SIGINT
+    failure: str | None = None  # the job failed (JobFailed's first line)
+
+    @property
+    def ok(self) -> bool:
+        return (self.failure is None and self.equal is True and self.code == 0
+                and not any(p.never_seen or p.failed for p in self.phases))
+
+    def problems(self) -> str:
+        if self.failure is not None:
+            return f"job failed: {self.failure}"
+        failed = [p.name for p in self.phases if p.never_seen or p.failed]
+        return (f"writes never seen or failed in {failed or 'no rate'}; target equal to source: {self.equal}; "
+                f"job exit code {self.code}")
+
+
+def report(args: argparse.Namespace, facts: dict[str, str], limit: float, runs: list[ModeRun]) -> None:
+    """The goals per mode, then one Markdown table comparing the modes rate by rate, for the README."""
     print("\n## Results")
-    at_100 = next((p for p in phases if p.name == "100/s"), None)
-    if at_100 is None:
-        print("goal: lag at 100 changes/s: not measured (100 is not in --rates)")
-    else:
-        met = at_100.lag(50) < 1 and at_100.lag(99) < 3
-        print(f"goal: at 100 changes/s, lag p50 < 1 s and p99 < 3 s: {'MET' if met else 'NOT MET'} "
-              f"(p50 {at_100.lag(50):.3f} s, p99 {at_100.lag(99):.3f} s)")
-    within = [p for p in phases if p.nominal <= limit * 1.001]
-    met = all(abs(ratio(p) - 1) <= 0.1 for p in within)
-    print(f"goal: applied within 10% of offered up to the emulator's limit ({limit:,.0f} writes/s): "
-          f"{'MET' if met and within else 'NOT MET' if within else 'not measured'} "
-          f"({', '.join(f'{p.name}: {ratio(p):.3f}' for p in within)})")
-    for phase in phases:
-        if phase not in within:
-            print(f"    {phase.name} is above the emulator's limit: ratio {ratio(phase):.3f}, not part of the goal")
+    for run in runs:
+        phases = run.phases
+        print(f"{run.mode.name}:" + (f" FAILED ({run.failure})" if run.failure else ""))
+        at_100 = next((p for p in phases if p.name == "100/s"), None)
+        if at_100 is None:
+            print("    goal: lag at 100 changes/s: not measured (100 is not in --rates, or the job failed first)")
+        else:
+            met = at_100.lag(50) < 1 and at_100.lag(99) < 3
+            print(f"    goal: at 100 changes/s, lag p50 < 1 s and p99 < 3 s: {'MET' if met else 'NOT MET'} "
+                  f"(p50 {at_100.lag(50):.3f} s, p99 {at_100.lag(99):.3f} s)")
+        within = [p for p in phases if p.nominal <= limit * 1.001]
+        met = all(abs(ratio(p) - 1) <= 0.1 for p in within)
+        print(f"    goal: applied within 10% of offered up to the emulator's limit ({limit:,.0f} writes/s): "
+              f"{'MET' if met and within else 'NOT MET' if within else 'not measured'} "
+              f"({', '.join(f'{p.name}: {ratio(p):.3f}' for p in within)})")
+        for phase in phases:
+            if phase not in within:
+                print(f"    {phase.name} is above the emulator's limit: ratio {ratio(phase):.3f}, not part of the goal")
     print(f"load average at end (1/5/15 min): {'{:.2f} {:.2f} {:.2f}'.format(*os.getloadavg())}")
-    print(f"\n## Markdown\n\nReplication on the moto emulator, {args.seconds:g} s per rate, {args.keys:,} keys; "
+    modes = " and ".join(f"{run.mode.name} ({describe_mode(run.mode)})" for run in runs)
+    print(f"\n## Markdown\n\nReplication on the moto emulator, {modes}: each mode its own job and tables, one "
+          f"after the other, {args.seconds:g} s per rate, {args.keys:,} keys; "
           f"{facts['machine']}; {facts['versions']}; load average {facts['load'].split()[0]} at start. "
           f"Emulator limit (PutItem with a stream, {args.writer_threads} threads): {limit:,.0f} writes/s. "
           f"Reproduce: `{reproduce_command(args)}`\n")
-    print("| rate | offered/s | lag p50 s | p95 s | p99 s | max s | applied/s | applied/offered | batches/s "
-          "| never seen | load 1 min |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for p in phases:
-        print(f"| {p.name} | {p.achieved:,.1f} | {p.lag(50):.2f} | {p.lag(95):.2f} | {p.lag(99):.2f} | "
-              f"{p.lag(100):.2f} | {p.counters['records']:,.1f} | {ratio(p):.3f} | {p.counters['batches']:.2f} | "
-              f"{p.never_seen} | {p.load.split()[0]} |")
+    print("| mode | rate | offered/s | lag p50 s | p95 s | p99 s | max s | applied/s | applied/offered | batches/s "
+          "| dropped/s | never seen | load 1 min |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for number, rate in enumerate(args.rate_list):  # the modes side by side, rate by rate
+        for run in runs:
+            if number >= len(run.phases):
+                name = "max" if rate == "max" else f"{rate:g}/s"
+                print(f"| {run.mode.name} | {name} | not measured: the job failed |" + " |" * 10)
+                continue
+            p = run.phases[number]
+            print(f"| {run.mode.name} | {p.name} | {p.achieved:,.1f} | {p.lag(50):.2f} | {p.lag(95):.2f} | "
+                  f"{p.lag(99):.2f} | {p.lag(100):.2f} | {p.counters['records']:,.1f} | {ratio(p):.3f} | "
+                  f"{p.counters['batches']:.2f} | {p.counters['dropped']:,.1f} | {p.never_seen} | "
+                  f"{p.load.split()[0]} |")
+    for run in runs:
+        if not run.ok:
+            print(f"\n{run.mode.name}: FAILED: {run.problems()}")
+
+
+def describe_mode(mode: Mode) -> str:
+    return ("Kinesis Data Streams, `streamChanges: {type: kinesis}`, 1 shard" if mode.kinesis
+            else "DynamoDB Streams, `streamChanges: true`")
 
 
 # --- Main -----------------------------------------------------------------------------------------------
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--modes", default=",".join(MODES),
+                        help=f"replication modes, comma-separated, run in this order: {', '.join(MODES)}")
     parser.add_argument("--rates", default="100,500,max", help="writes/s, comma-separated; max: the emulator's limit")
     parser.add_argument("--seconds", type=float, default=60.0, help="seconds per rate (default 60)")
     parser.add_argument("--keys", type=int, default=2000, help="keys the writes change; half exist at the start")
@@ -633,8 +761,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--limit-seconds", type=float, default=15.0, help="how long the emulator's limit is measured")
     parser.add_argument("--drain-seconds", type=float, default=300.0,
                         help="after a rate, how long every write has to reach the target")
-    parser.add_argument("--job-log", type=Path, help="copy the job's log (driver and Spark output) here at the end")
+    parser.add_argument("--job-log", type=Path, help="copy the job's log (driver and Spark output) here at the end; "
+                        "with several modes, each to this path with the mode before its suffix (job.kinesis.log)")
     args = parser.parse_args(argv)
+    args.mode_list = [Mode(m.strip()) for m in args.modes.split(",")]
+    if any(m.name not in MODES for m in args.mode_list) or len(set(args.mode_list)) < len(args.mode_list):
+        parser.error(f"--modes: some of {', '.join(MODES)}, comma-separated, each once (got {args.modes!r})")
     try:
         args.rate_list = [r.strip() if r.strip() == "max" else float(r) for r in args.rates.split(",")]
     except ValueError:
@@ -653,57 +785,69 @@ def interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
-def start_job(stack: contextlib.ExitStack, client, emulator: EmulatorProcess, keys: KeySpace, tracker: Tracker,
-              workdir: Path) -> tuple[Job, list[JobEndpoint], MetricsSampler]:
-    """Seed the source, start the job behind the proxies, wait until a probe write is replicated."""
-    create_sample_table(client, SOURCE)
-    seed(client, SOURCE, (make_item(n, keys.payload_bytes) for n in range(keys.count // 2)))
+def start_job(stack: contextlib.ExitStack, mode: Mode, client, kinesis, emulator: EmulatorProcess, keys: KeySpace,
+              tracker: Tracker, workdir: Path) -> tuple[Job, list[JobEndpoint], MetricsSampler]:
+    """Seed the mode's source, start its job behind the proxies, wait until a probe write is replicated."""
+    create_sample_table(client, mode.source)
+    seed(client, mode.source, (make_item(n, keys.payload_bytes) for n in range(keys.count // 2)))
     keys.exists[: keys.count // 2] = [True] * (keys.count // 2)
-    enable_stream(client, SOURCE)  # after seeding: the job replays only the benchmark's writes
+    if mode.kinesis:  # no DynamoDB stream: the job enables the table's Kinesis streaming destination itself
+        create_kinesis_stream(kinesis, mode.stream_arn)
+        changes = f"no DynamoDB stream; Kinesis stream {mode.stream_arn} (1 shard), the job enables the destination"
+    else:
+        enable_stream(client, mode.source)  # after seeding: the job replays only the benchmark's writes
+        changes = "stream enabled"
     source = stack.enter_context(JobEndpoint(emulator.endpoint_url))
-    target = stack.enter_context(JobEndpoint(emulator.endpoint_url, tracker))
+    target = stack.enter_context(JobEndpoint(emulator.endpoint_url, tracker, mode.target))
     port = free_port()
     job = Job(workdir / "job.log")
     stack.callback(job.kill)
-    command = job.start(write_config(workdir, source.endpoint_url, target.endpoint_url, port))
-    print(f"source:    {SOURCE}: {keys.count // 2:,} items, stream enabled\njob:       {' '.join(command)}")
+    command = job.start(write_config(workdir, mode, source.endpoint_url, target.endpoint_url, port))
+    print(f"source:    {mode.source}: {keys.count // 2:,} items, {changes}\njob:       {' '.join(command)}")
     sampler = MetricsSampler(port)
     stack.callback(sampler.stop)
     launched = time.monotonic()
     job.wait_for_line("replicating changes of", STARTUP_TIMEOUT)
-    print(f"    replicating {time.monotonic() - launched:.1f} s after launch; "
-          f"a probe write reached the target {probe(client, keys, tracker, job):.2f} s after its acknowledgement")
+    print(f"    replicating {time.monotonic() - launched:.1f} s after launch; a probe write reached the target "
+          f"{probe(client, mode.source, keys, tracker, job):.2f} s after its acknowledgement")
     return job, [source, target], sampler
+
+
+def run_mode(mode: Mode, args: argparse.Namespace, emulator: EmulatorProcess, client, kinesis, limit: float,
+             workdir: Path) -> ModeRun:
+    """One mode end to end over fresh tables: its job, every rate, the check, SIGINT; then its tables go."""
+    print(f"\n# mode {mode.name}: {describe_mode(mode)}")
+    workdir.mkdir(parents=True)
+    run, keys, tracker = ModeRun(mode), KeySpace(args.keys, args.payload_bytes), Tracker()
+    with contextlib.ExitStack() as stack:  # the job, its proxies and its scraper: this mode's only
+        try:
+            job, endpoints, sampler = start_job(stack, mode, client, kinesis, emulator, keys, tracker, workdir)
+            for number, rate in enumerate(args.rate_list, 1):
+                name = "max" if rate == "max" else f"{rate:g}/s"
+                run.phases.append(run_phase(Phase(name, limit if rate == "max" else rate, args.seconds), number,
+                                            mode, client, keys, tracker, endpoints, sampler, job, args))
+        except JobFailed as failure:  # the next mode still runs; the exit code will be 1
+            print(f"\nFAILED ({mode.name}): {failure}")
+            run.failure = str(failure).splitlines()[0]
+        else:
+            run.equal = check_target(client, mode)
+            run.code = stop_job(job)
+    drop_mode(client, kinesis, mode)  # the job is gone by now (stopped, or killed with its process group)
+    return run
 
 
 def benchmark(args: argparse.Namespace, workdir: Path) -> int:
     facts = print_header(args)
-    with contextlib.ExitStack() as stack:
-        emulator = stack.enter_context(EmulatorProcess())
+    with EmulatorProcess() as emulator:
         print(f"emulator:  {emulator.endpoint_url} (pid {emulator.pid})")
-        client, keys, tracker = dynamodb(emulator.endpoint_url), KeySpace(args.keys, args.payload_bytes), Tracker()
-        limit = emulator_limit(client, keys, args.limit_seconds, args.writer_threads)
+        client, kinesis = dynamodb(emulator.endpoint_url), kinesis_client(emulator.endpoint_url)
+        limit = emulator_limit(client, KeySpace(args.keys, args.payload_bytes), args.limit_seconds,
+                               args.writer_threads)
         print(f"emulator limit: {limit:,.0f} PutItem/s ({args.writer_threads} threads, {args.limit_seconds:g} s, "
-              "a table with a stream, nothing else running)")
-        try:
-            job, endpoints, sampler = start_job(stack, client, emulator, keys, tracker, workdir)
-            phases = []
-            for number, rate in enumerate(args.rate_list, 1):
-                name = "max" if rate == "max" else f"{rate:g}/s"
-                phases.append(run_phase(Phase(name, limit if rate == "max" else rate, args.seconds), number,
-                                        client, keys, tracker, endpoints, sampler, job, args))
-        except JobFailed as failure:
-            print(f"\nFAILED: {failure}")
-            return 1
-        equal = check_target(client)
-        code = stop_job(job)
-        report(args, facts, limit, phases)
-        failed = [p.name for p in phases if p.never_seen or p.failed]
-        if failed or not equal or code != 0:
-            print(f"FAILED: writes never seen or failed in {failed or 'no rate'}; target equal to source: {equal}; "
-                  f"job exit code {code}")
-            return 1
-        return 0
+              "a table with a stream, nothing else running); the same rates for every mode")
+        runs = [run_mode(mode, args, emulator, client, kinesis, limit, workdir / mode.name) for mode in args.mode_list]
+        report(args, facts, limit, runs)
+        return 0 if all(run.ok for run in runs) else 1
 
 
 def stop_job(job: Job) -> int | None:
@@ -716,9 +860,9 @@ def stop_job(job: Job) -> int | None:
     return code
 
 
-def check_target(client) -> bool:
+def check_target(client, mode: Mode) -> bool:
     """After the last rate: the target holds exactly the source's keys, each with the source's v."""
-    source, target = versions_of(client, SOURCE), versions_of(client, TARGET)
+    source, target = versions_of(client, mode.source), versions_of(client, mode.target)
     equal = source == target
     differ = sorted(k for k in source.keys() | target.keys() if source.get(k, -1) != target.get(k, -1))
     print(f"\ncheck: target {len(target):,} items, source {len(source):,}: "
@@ -738,8 +882,12 @@ def main(argv: list[str] | None = None) -> int:
         print("\ninterrupted: stopping what the benchmark started", file=sys.stderr)
         return 130
     finally:
-        if args.job_log and (workdir / "job.log").exists():
-            shutil.copyfile(workdir / "job.log", args.job_log)
+        for mode in args.mode_list if args.job_log else ():
+            log = workdir / mode.name / "job.log"
+            if log.exists():
+                several = len(args.mode_list) > 1
+                shutil.copyfile(log, args.job_log.with_suffix(f".{mode.name}{args.job_log.suffix}")
+                                if several else args.job_log)
         shutil.rmtree(workdir, ignore_errors=True)
 
 
