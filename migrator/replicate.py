@@ -485,13 +485,19 @@ def replicate(
                 break
         stop_requested = stop_requested or ctrl_c.requested
         failed_before_stop = len(failures)
+        stopped_running = stop_requested and query.isActive
         if query.isActive:
             log.info("stopping: the checkpoint keeps the last applied batch")
             query.stop()
     if failures[:failed_before_stop]:
         raise failures[failed_before_stop - 1]
-    if failures:  # stopping interrupted a batch: it was not committed, and the next run replays it
-        log.info("the batch in progress when stopping was not committed; the next run applies it again")
+    if stopped_running:
+        # Stopping interrupts the batch in progress, if any: its Spark job fails with an
+        # InterruptedException and the query ends with that error. The batch was not
+        # committed, so the next run applies it again; nothing to report.
+        if failures or query.exception() is not None:
+            log.info("the batch in progress when stopping was not committed; the next run applies it again")
+        return summary
     if query.exception() is not None:
         raise _query_error(query.exception())
     if not stop_requested:
