@@ -43,13 +43,28 @@ def dynamodb(endpoint_url: str):
 
 
 def dynamodb_client(endpoint_url: str):
+    return aws_client("dynamodb", endpoint_url)
+
+
+def aws_client(service: str, endpoint_url: str):
+    """A boto3 client of the test endpoint, with the test region and keys."""
     return boto3.client(
-        "dynamodb",
+        service,
         endpoint_url=endpoint_url,
         region_name=TEST_REGION,
         aws_access_key_id=TEST_ACCESS_KEY,
         aws_secret_access_key=TEST_SECRET_KEY,
     )
+
+
+@pytest.fixture(scope="session")
+def s3(endpoint_url: str):
+    return aws_client("s3", endpoint_url)
+
+
+@pytest.fixture(scope="session")
+def kinesis(endpoint_url: str):
+    return aws_client("kinesis", endpoint_url)
 
 
 @pytest.fixture(scope="session")

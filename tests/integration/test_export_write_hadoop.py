@@ -18,11 +18,10 @@ import os
 import uuid
 from pathlib import Path
 
-import boto3
 import pytest
 
 from all_types import KEY_SCHEMA, all_types_items, assert_same_items
-from conftest import TEST_ACCESS_KEY, TEST_REGION, TEST_SECRET_KEY, run_in_process, scan_all, side, write_config
+from conftest import run_in_process, scan_all, side, write_config
 from migrator import export_pieces
 from migrator.errors import ExportExists, ExportPathError
 from migrator.export.decode import read_items, verify_md5
@@ -49,11 +48,6 @@ def hdfs_on_local_disk(spark):
     for key in HDFS_ON_LOCAL_DISK:
         conf.unset(key)
 
-
-@pytest.fixture(scope="module")
-def s3(endpoint_url):
-    return boto3.client("s3", endpoint_url=endpoint_url, region_name=TEST_REGION,
-                        aws_access_key_id=TEST_ACCESS_KEY, aws_secret_access_key=TEST_SECRET_KEY)  # fmt: skip
 
 
 @pytest.fixture(scope="module")

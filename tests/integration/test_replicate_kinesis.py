@@ -4,23 +4,22 @@ AT_TIMESTAMP, restart from the checkpoint, resharding, duplicates and stale reco
 
 from __future__ import annotations
 
-import base64
 import json
 import time
 import uuid
 from pathlib import Path
 
-import boto3
 import pytest
 
 from all_types import by_key
-from conftest import TEST_ACCESS_KEY, TEST_REGION, TEST_SECRET_KEY, put_items, scan_all, side, write_config
+from conftest import TEST_REGION, put_items, scan_all, side, write_config
 from migrator.config import load_config
 from migrator.errors import CheckpointError
 from migrator.stream.kinesis import epoch_of
 from migrator.items import to_dynamodb_json
 from migrator.run import migrate
 from sample_data import create_sample_table, make_item, make_items
+from test_replicate_checkpoint import age_checkpoint
 from test_replicate_streams import Writer
 
 pytestmark = pytest.mark.integration
@@ -28,13 +27,6 @@ pytestmark = pytest.mark.integration
 RUN_SECONDS = 120
 ACCOUNT = "123456789012"  # moto's default account
 
-
-@pytest.fixture(scope="module")
-def kinesis(endpoint_url):
-    return boto3.client(
-        "kinesis", endpoint_url=endpoint_url, region_name=TEST_REGION,
-        aws_access_key_id=TEST_ACCESS_KEY, aws_secret_access_key=TEST_SECRET_KEY,
-    )  # fmt: skip
 
 
 def create_stream(kinesis, shards: int = 1) -> str:
@@ -329,3 +321,25 @@ def test_two_migrators_with_their_own_app_names_each_get_every_change(
     assert (tmp_path / "checkpoints" / "fan_west" / "offsets").is_dir()
     for target in targets.values():
         assert by_key(scan_all(dynamodb, target)) == by_key(scan_all(dynamodb, source))
+
+
+def test_a_checkpoint_is_judged_by_the_kinesis_streams_own_retention(
+    dynamodb, kinesis, endpoint_url, table_name, tmp_path, spark
+):
+    source, target = table_name("k-age"), table_name("k-age-dst")
+    create_sample_table(dynamodb, source)
+    put_items(dynamodb, source, make_items(10))
+    arn = create_stream(kinesis)
+    kinesis.increase_stream_retention_period(StreamARN=arn, RetentionPeriodHours=48)
+    config = kinesis_config(tmp_path, endpoint_url, source, target, arn)
+    run(config, spark, until_converged(dynamodb, source, target, [write_changes(dynamodb, source, 100)]))
+    checkpoint = tmp_path / "checkpoint"
+
+    age_checkpoint(checkpoint, hours=30)  # past DynamoDB Streams' 18 h, within 48 h less 6
+    write_changes(dynamodb, source, 200)()
+    resumed = run(config, spark, until_converged(dynamodb, source, target))
+    assert resumed.replication.records == 7 and resumed.replication.reinitializations == 0
+
+    age_checkpoint(checkpoint, hours=43)
+    with pytest.raises(CheckpointError, match=r"43.0 h ago \(the limit is 42 h\): the Kinesis stream keeps records 48 h"):
+        run(config, spark, lambda summary: True)

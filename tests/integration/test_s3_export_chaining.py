@@ -13,11 +13,10 @@ import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-import boto3
 import pytest
 
 from all_types import by_key
-from conftest import TEST_ACCESS_KEY, TEST_REGION, TEST_SECRET_KEY, list_tables, put_items, scan_all, side, write_config
+from conftest import list_tables, put_items, scan_all, side, write_config
 from migrator import chaining
 from migrator.config import load_config
 from migrator.errors import CheckpointError, ConfigError, StreamGap
@@ -25,6 +24,7 @@ from migrator.items import to_dynamodb_json
 from migrator.run import migrate
 from s3_exports import DYNAMODB_JSON, DataFileSpec, create_bucket, dynamodb_numbers, full_lines, write_export
 from test_replicate_checkpoint import age_checkpoint, list_commits
+from test_replicate_kinesis import create_stream
 
 pytestmark = pytest.mark.integration
 
@@ -33,13 +33,6 @@ KEY_SCHEMA = [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk"
 ATTRIBUTES = [{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "sk", "AttributeType": "N"}]
 SEEDED = 30
 
-
-@pytest.fixture(scope="module")
-def s3(endpoint_url):
-    return boto3.client(
-        "s3", endpoint_url=endpoint_url, region_name=TEST_REGION,
-        aws_access_key_id=TEST_ACCESS_KEY, aws_secret_access_key=TEST_SECRET_KEY,
-    )  # fmt: skip
 
 
 def item(i: int, note: str = "seeded") -> dict:
@@ -282,26 +275,18 @@ def test_an_accepted_gap_enables_the_stream_imports_and_replicates_with_a_warnin
 # ---- chaining with Kinesis Data Streams ----
 
 
-def kinesis_stream(endpoint_url: str) -> tuple[object, str]:
-    kinesis = boto3.client(
-        "kinesis", endpoint_url=endpoint_url, region_name=TEST_REGION,
-        aws_access_key_id=TEST_ACCESS_KEY, aws_secret_access_key=TEST_SECRET_KEY,
-    )  # fmt: skip
-    name = f"chain-{time.monotonic_ns()}"
-    kinesis.create_stream(StreamName=name, ShardCount=1)
-    return kinesis, f"arn:aws:kinesis:{TEST_REGION}:123456789012:stream/{name}"
-
-
 def kinesis_chained_config(tmp_path: Path, endpoint_url: str, export, live: str, target: str, arn: str) -> Path:
     document = load_config(str(chained_config(tmp_path, endpoint_url, export, live, target))).raw
     document["target"]["streamChanges"] = {"type": "kinesis", "streamArn": arn}
     return write_config(tmp_path, document)
 
 
-def test_kinesis_replays_from_the_exports_time_after_the_import(dynamodb, s3, endpoint_url, table_name, tmp_path, spark, caplog):
+def test_kinesis_replays_from_the_exports_time_after_the_import(
+    dynamodb, s3, kinesis, endpoint_url, table_name, tmp_path, spark, caplog
+):
     live, target = table_name("kinesis-live"), table_name("kinesis-chained")
     create_live_table(dynamodb, live, stream=False)
-    _, arn = kinesis_stream(endpoint_url)
+    arn = create_stream(kinesis)
     dynamodb.enable_kinesis_streaming_destination(TableName=live, StreamArn=arn)  # enabled before the export
     export = export_live_table(s3, dynamodb, live)
     change_after_the_export(dynamodb, live, start=120)  # only in the Kinesis stream, after exportTime
@@ -314,10 +299,12 @@ def test_kinesis_replays_from_the_exports_time_after_the_import(dynamodb, s3, en
     assert "this driver's clock" not in caplog.text
 
 
-def test_kinesis_chaining_refuses_an_export_older_than_the_stream_keeps(dynamodb, s3, endpoint_url, table_name, tmp_path, spark):
+def test_kinesis_chaining_refuses_an_export_older_than_the_stream_keeps(
+    dynamodb, s3, kinesis, endpoint_url, table_name, tmp_path, spark
+):
     live, target = table_name("kinesis-old-live"), table_name("kinesis-old-chained")
     create_live_table(dynamodb, live, stream=False)
-    _, arn = kinesis_stream(endpoint_url)
+    arn = create_stream(kinesis)
     export = export_live_table(s3, dynamodb, live, export_time=datetime.now(timezone.utc) - timedelta(hours=20))
     config = kinesis_chained_config(tmp_path, endpoint_url, export, live, target, arn)
     with pytest.raises(StreamGap, match="the Kinesis stream cannot replay every change since the export") as caught:

@@ -57,16 +57,6 @@ TABLE_DESCRIPTION = {
 }
 
 
-@pytest.fixture(scope="module")
-def s3(endpoint_url):
-    return boto3.client(
-        "s3",
-        endpoint_url=endpoint_url,
-        region_name=TEST_REGION,
-        aws_access_key_id=TEST_ACCESS_KEY,
-        aws_secret_access_key=TEST_SECRET_KEY,
-    )
-
 
 def export_source(endpoint_url: str, bucket: str, summary_key: str, **extra) -> dict:
     block = {

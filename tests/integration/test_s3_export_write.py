@@ -13,7 +13,6 @@ import os
 import uuid
 from pathlib import Path
 
-import boto3
 import pytest
 
 from all_types import KEY_SCHEMA, all_types_items, assert_same_items
@@ -44,11 +43,6 @@ pytestmark = pytest.mark.integration
 ATTRIBUTES = [{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "sk", "AttributeType": "N"}]
 SEGMENTS = 3
 
-
-@pytest.fixture(scope="module")
-def s3(endpoint_url):
-    return boto3.client("s3", endpoint_url=endpoint_url, region_name=TEST_REGION,
-                        aws_access_key_id=TEST_ACCESS_KEY, aws_secret_access_key=TEST_SECRET_KEY)  # fmt: skip
 
 
 @pytest.fixture(scope="module")
