@@ -87,13 +87,14 @@ def migrate(
         checkpoint.check_writable(checkpoint.location(config))
     spark = spark_factory()
     saved = Checkpoint(spark, checkpoint.location(config)) if streaming else None
-    # The stream is opened before the snapshot starts, so no write made during it is missed.
-    stream = _stream(config, checks, resuming=saved.exists()) if streaming else None
     metrics = ReplicationMetrics(config.ready_lag, config.metrics_port) if streaming else None
     reinitializations = 0
+    stream = None
     if saved is not None:
         try:
-            _check_resumable(saved, stream)
+            # The stream is opened before the snapshot starts, so no write made during it is missed.
+            stream = _stream(config, checks, resuming=saved.exists())
+            _check_age(saved, stream)
         except CheckpointError as exc:  # before the target is created: an error leaves nothing written
             stream, total_segments, done = _reinitialize(config, exc, saved, store, checks)
             reinitializations += 1
@@ -188,20 +189,21 @@ def _write_export(config: MigratorConfig, spark_factory: SparkFactory) -> export
 def _stream(
     config: MigratorConfig, checks: Preflight, *, resuming: bool = False, fresh_start: bool = False
 ) -> StreamInfo | KinesisStream:
-    """The source table's DynamoDB stream (enabled when missing), or its Kinesis streaming destination."""
+    """The source table's DynamoDB stream (enabled when missing), or its Kinesis streaming destination.
+
+    Kinesis: a first run's replay start older than the stream keeps raises CheckpointError
+    before the destination is enabled.
+    """
     if config.kinesis is None:
         return ensure_stream(_control_client(config, "source"), config.source.table, config.source.enable_stream)
-    return open_kinesis(config, checks.source.key_names, resuming=resuming, fresh_start=fresh_start)
+    return open_kinesis(
+        config, checks.source.key_names, resuming=resuming, fresh_start=fresh_start, check_start=check_start_is_retained
+    )
 
 
-def _check_resumable(saved: Checkpoint, stream: StreamInfo | KinesisStream) -> None:
-    """CheckpointError when the checkpoint, or (Kinesis, first run) the replay start, is older than the stream keeps."""
-    if isinstance(stream, KinesisStream):
-        saved.check_age(retention_hours=stream.retention_hours)
-        if not saved.exists():
-            check_start_is_retained(stream.start_at, stream.retention_hours)
-    else:
-        saved.check_age()
+def _check_age(saved: Checkpoint, stream: StreamInfo | KinesisStream) -> None:
+    """CheckpointError when the checkpoint is older than the stream keeps records (less time to catch up)."""
+    saved.check_age(retention_hours=stream.retention_hours if isinstance(stream, KinesisStream) else None)
 
 
 def _reinitialize(

@@ -240,6 +240,7 @@ def test_initial_timestamp_older_than_the_retention_follows_invalid_checkpoint_b
     with pytest.raises(CheckpointError, match="20.0 h old, but the Kinesis stream keeps records 24 h"):
         run(config, spark, lambda summary: True)
     assert target not in dynamodb.list_tables()["TableNames"]  # nothing written
+    assert dynamodb.describe_kinesis_streaming_destination(TableName=source)["KinesisDataStreamDestinations"] == []
 
     document = load_config(str(config)).raw
     document["invalidCheckpointBehavior"] = "restart"
