@@ -134,6 +134,7 @@ def test_snapshot_then_changes_until_ctrl_c_and_restart_and_kill_9_mid_batch(
     job = start_job(config)
     writer.start()  # writes during the snapshot must reach the target through the stream
     wait_for_output(job, "replicating changes of", lines)
+    reader = drain(job, lines)  # from now on: an undrained pipe fills (64 KiB) and blocks the job
     time.sleep(3)
     writer.stop.set()
     writer.join()
@@ -145,7 +146,6 @@ def test_snapshot_then_changes_until_ctrl_c_and_restart_and_kill_9_mid_batch(
     assert metrics["migrator_lag_ms"] == 0 and metrics["migrator_iterator_age_ms"] == 0
 
     os.killpg(job.pid, signal.SIGINT)
-    reader = drain(job, lines)
     assert job.wait(timeout=60) == 0, "".join(lines[-60:])
     reader.join(timeout=10)
     assert "replication stopped" in "".join(lines)
@@ -156,12 +156,12 @@ def test_snapshot_then_changes_until_ctrl_c_and_restart_and_kill_9_mid_batch(
     lines2: list[str] = []
     job = start_job(config)
     wait_for_output(job, "replicating changes of", lines2)
+    reader = drain(job, lines2)  # from now on: an undrained pipe fills (64 KiB) and blocks the job
     assert "4 already copied by an earlier run" in "".join(lines2), "no new snapshot after a completed one"
     wait_until_converged(dynamodb, source, target)
 
     # kill -9 while a batch is being applied: one of its writes is in flight (parked by the
     # proxy, so it never lands), others may have landed; nothing was committed for it.
-    reader = drain(job, lines2)
     held = target_proxy.hold_next("BatchWriteItem")
     killed_writer = Writer(dynamodb, source, seed=5)
     for _ in range(100):
@@ -177,9 +177,9 @@ def test_snapshot_then_changes_until_ctrl_c_and_restart_and_kill_9_mid_batch(
     lines3: list[str] = []
     job = start_job(config)
     wait_for_output(job, "replicating changes of", lines3)
+    reader = drain(job, lines3)  # from now on: an undrained pipe fills (64 KiB) and blocks the job
     wait_until_converged(dynamodb, source, target)  # nothing lost, nothing resurrected
     os.killpg(job.pid, signal.SIGINT)
-    reader = drain(job, lines3)
     assert job.wait(timeout=60) == 0, "".join(lines3[-60:])
     reader.join(timeout=10)
     assert "4 already copied by an earlier run" in "".join(lines3), "a new snapshot after kill -9"
@@ -207,6 +207,7 @@ def test_skip_initial_snapshot_replicates_changes_only(dynamodb, endpoint_url, t
     lines: list[str] = []
     job = start_job(config)
     wait_for_output(job, "replicating changes of", lines)
+    reader = drain(job, lines)  # from now on: an undrained pipe fills (64 KiB) and blocks the job
     changed = list(make_items(20, start=1000))
     put_items(dynamodb, source, changed)
 
@@ -214,7 +215,6 @@ def test_skip_initial_snapshot_replicates_changes_only(dynamodb, endpoint_url, t
     while len(scan_all(dynamodb, target)) < len(changed) and time.monotonic() < deadline:
         time.sleep(1)
     os.killpg(job.pid, signal.SIGINT)
-    reader = drain(job, lines)
     assert job.wait(timeout=60) == 0, "".join(lines[-60:])
     reader.join(timeout=10)
 
