@@ -477,7 +477,7 @@ def replicate(
                 timed_batch = _log_timing(progress, timed_batch)
             # Caught up: the last trigger's reader found nothing new. (isDataAvailable alone is
             # also false while a trigger is still reading, however far behind it is.)
-            if query.status["message"] == _NOTHING_NEW:
+            if _caught_up(query.status):
                 metrics.caught_up()
                 summary.lag_seconds = 0.0
             if should_stop is not None and should_stop(summary):
@@ -509,6 +509,15 @@ def replicate(
 
 
 _NOTHING_NEW = "Waiting for data to arrive"  # Spark's status after a trigger that found no new offsets
+_BETWEEN_TRIGGERS = "Waiting for next trigger"
+
+
+def _caught_up(status: dict) -> bool:
+    """The last trigger's reader found nothing new: Spark says so, or, between two triggers, the
+    last one had no data (the message alone shows only for part of a trigger's interval)."""
+    if status["message"] == _NOTHING_NEW:
+        return True
+    return status["message"] == _BETWEEN_TRIGGERS and not status["isDataAvailable"] and not status["isTriggerActive"]
 
 
 class _StopOnCtrlC:

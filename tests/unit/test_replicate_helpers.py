@@ -62,3 +62,16 @@ def test_iterator_age_is_the_shard_furthest_behind():
 
 def test_no_records_no_iterator_age():
     assert _iterator_age([ApplyOutcome()]) is None
+
+
+def test_caught_up_is_a_trigger_that_found_nothing_new_never_the_start():
+    from migrator.replicate import _caught_up
+
+    def status(message, data=False, active=False):
+        return {"message": message, "isDataAvailable": data, "isTriggerActive": active}
+
+    assert _caught_up(status("Waiting for data to arrive", active=True))
+    assert _caught_up(status("Waiting for next trigger"))  # between triggers, the last one had no data
+    assert not _caught_up(status("Waiting for next trigger", data=True))  # the last one applied a batch
+    assert not _caught_up(status("Initializing sources"))  # before the first trigger
+    assert not _caught_up(status("Getting offsets from dynamodb_changes", active=True))
