@@ -106,12 +106,12 @@ def read_shard(
     See `migrator.stream.reading.read_pages` for when reading stops.
     """
     return read_pages(
-        _StreamsApi(streams, arn), _sequence_of, shard_id, after,
+        _StreamsApi(streams, arn), sequence_of, shard_id, after,
         max_records=max_records, max_calls=max_calls, until=until, iterator=iterator,
     )  # fmt: skip
 
 
-def _sequence_of(record: dict[str, Any]) -> str:
+def sequence_of(record: dict[str, Any]) -> str:
     return record["dynamodb"]["SequenceNumber"]
 
 

@@ -44,9 +44,7 @@ class DynamoDBStreamsFeed:
     def read_range(self, shard_id: str, after: str | None, until: str) -> ShardRead:
         return dynamodb_streams.read_shard(self._client(), self.arn, shard_id, after, until=until, **RANGE_LIMITS)
 
-    @staticmethod
-    def sequence_of(record: dict[str, Any]) -> str:
-        return record["dynamodb"]["SequenceNumber"]
+    sequence_of = staticmethod(dynamodb_streams.sequence_of)
 
     def to_change(self, record: dict[str, Any], shard_id: str, depth: int) -> ChangeRecord:
         return from_dynamodb_stream_record(record, self.key_names, shard_id, depth, self.view_type, self.source.region)
@@ -77,9 +75,7 @@ class KinesisFeed:
     def read_range(self, shard_id: str, after: str | None, until: str) -> ShardRead:
         return kinesis.read_shard(self._client(), self.arn, shard_id, after, self.start_at, until=until, **RANGE_LIMITS)
 
-    @staticmethod
-    def sequence_of(record: dict[str, Any]) -> str:
-        return record["SequenceNumber"]
+    sequence_of = staticmethod(kinesis.sequence_of)
 
     def to_change(self, record: dict[str, Any], shard_id: str, depth: int) -> ChangeRecord:
         """Raises `SkippedRecord` for a record that is no change of this table (counted, not fatal)."""
