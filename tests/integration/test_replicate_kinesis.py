@@ -98,7 +98,9 @@ def test_snapshot_while_writing_then_replay_from_at_timestamp_then_restart(
     finally:
         writer.stop.set()
     assert writer.writes > 20
-    assert result.snapshot.written >= 300
+    # Every seeded item the writer never deleted existed throughout the scan, so the snapshot copied it;
+    # a deleted one may have been gone when its segment was scanned.
+    assert result.snapshot.written >= 300 - len(writer.deleted & set(range(300)))
     assert result.replication.records > 0  # the writes made during the snapshot, replayed
     destinations = dynamodb.describe_kinesis_streaming_destination(TableName=source)["KinesisDataStreamDestinations"]
     assert [(d["StreamArn"], d["DestinationStatus"]) for d in destinations] == [(arn, "ACTIVE")]  # left enabled

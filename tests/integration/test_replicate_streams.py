@@ -33,6 +33,7 @@ class Writer(threading.Thread):
         self.client, self.table, self.random = client, table, random.Random(seed)
         self.stop = threading.Event()
         self.writes = 0
+        self.deleted: set[int] = set()  # item numbers deleted at least once
 
     def run(self) -> None:
         while not self.stop.is_set():
@@ -45,6 +46,7 @@ class Writer(threading.Thread):
         action = self.random.random()
         if action < 0.2:
             self.client.delete_item(TableName=self.table, Key={"pk": item["pk"], "sk": item["sk"]})
+            self.deleted.add(number)
         else:
             item["version"] = {"N": str(self.writes)}
             self.client.put_item(TableName=self.table, Item=item)
