@@ -15,11 +15,14 @@
     │   └── StreamGap                the live table's stream cannot replay every change since an export
     ├── TargetError
     │   ├── TargetSchemaMismatch     existing target has other keys
+    │   ├── SameTable                the target is the source table itself
     │   ├── WriteFailed              items could not be written after retries
     │   ├── ExportPathError          target.path cannot take an S3 export (found before writing)
     │   │   └── ExportExists         target.path already holds an export, finished or not
     │   └── ExportUnfinished         writing an S3 export failed part way; says what to delete
     ├── SavepointError               a savepoint cannot be read, written or honoured
+    │   ├── RecordedTargetMissing    units recorded as copied, but the target table is gone
+    │   └── RecordedTargetReplaced   units recorded as copied into another table of the target's name
     ├── SegmentFailed                a scan segment failed on an executor (wraps the cause)
     └── CheckpointError              a streaming checkpoint cannot be read or honoured
 
@@ -217,8 +220,46 @@ class ExportUnfinished(TargetError):
         )
 
 
+class SameTable(TargetError):
+    """Source and target name one table: a copy onto itself, and its replication would loop."""
+
+    def __init__(self, table: str, where: str):
+        self.table = table
+        super().__init__(
+            f"source and target are the same table ({table!r} at {where}): copying a table onto itself changes "
+            "nothing it should, and replicating its changes into itself would never end; nothing was written. "
+            "Point target.table at another table, or target.region / target.endpoint at another place"
+        )
+
+
 class SavepointError(MigratorError):
     exit_code = 2
+
+
+class RecordedTargetMissing(SavepointError):
+    """A savepoint records copied units, but the target table they went into does not exist."""
+
+    def __init__(self, count: int, units: str, savepoint: str, table: str):
+        self.table = table
+        super().__init__(
+            f"{count} {units} are recorded as copied (savepoint {savepoint}), but target table {table!r} does not "
+            "exist: skipping them would leave it incomplete; nothing was written. Ways out: delete the savepoint "
+            "to copy everything again; or point target.table (target.region, target.endpoint) at the table they "
+            "were copied into"
+        )
+
+
+class RecordedTargetReplaced(SavepointError):
+    """A savepoint records copied units, but the target table of that name is not the one they went into."""
+
+    def __init__(self, count: int, units: str, savepoint: str, table: str, how: str):
+        self.table = table
+        super().__init__(
+            f"{count} {units} are recorded as copied (savepoint {savepoint}) into another table than target "
+            f"{table!r} is now ({how}): it was dropped and recreated since, and may lack those rows; nothing was "
+            "written. Ways out: delete the savepoint to copy everything into this table; or point target.table "
+            "(target.region, target.endpoint) at the table they were copied into"
+        )
 
 
 class SegmentFailed(MigratorError):

@@ -48,7 +48,7 @@ from migrator.export_copy import (
 )
 from migrator.export_progress import ImportReporter, ImportSummary
 from migrator.plan import planned_units
-from migrator.savepoints import ImportProgress, SavepointStore, SegmentLedger
+from migrator.savepoints import ImportProgress, SavepointStore, SegmentLedger, TargetTable
 from migrator.snapshot import UnitJobs, cancel_jobs, plain_ctrl_c, run_units
 from migrator.source.s3export import ExportManifests, check_files_present, read_manifests
 from migrator.target import tables
@@ -140,7 +140,8 @@ def import_export(
     )
     if done:
         log.info("resuming from %s: %d of %d data files already imported", store.path, len(done), len(manifests.files))
-    ledger = SegmentLedger(store, ImportProgress(source.table, config.target.table, done))
+    recorded_target = TargetTable.of(target.description)  # a recreated target is told apart on a rerun
+    ledger = SegmentLedger(store, ImportProgress(source.table, config.target.table, done, recorded_target))
     ledger.start()
     tasks = [_file_task(config, manifests, data_file, number, plan) for number, data_file in pending]
     if tasks and manifests.summary.is_incremental:

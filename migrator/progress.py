@@ -20,6 +20,7 @@ class SnapshotSummary:
     target_table: str
     segments_total: int
     segments_resumed: int = 0
+    segments_skipped: int = 0  # skipSegments written by hand: not copied, on request
     segments_copied: int = 0
     scanned: int = 0
     written: int = 0
@@ -34,6 +35,10 @@ class SnapshotSummary:
         return (self.finished or time.monotonic()) - self.started
 
     @property
+    def segments_done(self) -> int:
+        return self.segments_copied + self.segments_resumed + self.segments_skipped
+
+    @property
     def items_per_second(self) -> float:
         return self.written / self.seconds if self.seconds > 0 else 0.0
 
@@ -46,11 +51,13 @@ class SnapshotSummary:
         self.unprocessed_retries += outcome.unprocessed_retries
 
     def render(self) -> str:
-        resumed = f" ({self.segments_resumed} already copied by an earlier run)" if self.segments_resumed else ""
+        notes = [f"{self.segments_resumed} already copied by an earlier run"] if self.segments_resumed else []
+        notes += [f"{self.segments_skipped} skipped on request (skipSegments)"] if self.segments_skipped else []
+        resumed = f" ({', '.join(notes)})" if notes else ""
         return "\n".join(
             [
                 f"snapshot {self.source_table} → {self.target_table} complete",
-                f"  segments:        {self.segments_copied + self.segments_resumed} of {self.segments_total}{resumed}",
+                f"  segments:        {self.segments_done} of {self.segments_total}{resumed}",
                 f"  items scanned:   {self.scanned:,}",
                 f"  items written:   {self.written:,}",
                 f"  items skipped:   {self.skipped_expired:,} (expired by TTL; set source.copyExpiredItems: true to copy them)",
@@ -76,14 +83,14 @@ class ProgressReporter:
         with self._lock:
             self._summary.add(outcome)
             now = time.monotonic()
-            done = self._summary.segments_copied + self._summary.segments_resumed
+            done = self._summary.segments_done
             if now - self._last >= self._interval or done == self._summary.segments_total:
                 self._last = now
                 log.info(self._line())
 
     def _line(self) -> str:
         s = self._summary
-        done = s.segments_copied + s.segments_resumed
+        done = s.segments_done
         rate = s.items_per_second
         return (
             f"snapshot: {done}/{s.segments_total} segments, {s.written:,} items copied, "
@@ -92,7 +99,7 @@ class ProgressReporter:
 
     def _eta(self) -> str:
         s = self._summary
-        remaining_segments = s.segments_total - s.segments_copied - s.segments_resumed
+        remaining_segments = s.segments_total - s.segments_done
         if remaining_segments <= 0:
             return "0s"
         if s.segments_copied == 0:

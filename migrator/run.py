@@ -14,16 +14,32 @@ from typing import Callable
 
 from pyspark.sql import SparkSession
 
-from migrator import aws, chaining, checkpoint, export_import, export_write
+from migrator import aws, chaining, checkpoint, export_import, export_write, savepoint_folders
 from migrator.checkpoint import Checkpoint
 from migrator.config import LoadedConfig, MigratorConfig
-from migrator.errors import CheckpointError, SavepointError, SourceTableNotFound
+from migrator.errors import (
+    CheckpointError,
+    RecordedTargetMissing,
+    RecordedTargetReplaced,
+    SameTable,
+    SavepointError,
+    SourceTableNotFound,
+)
 from migrator.export_progress import ImportSummary
 from migrator.metrics import ReplicationMetrics
 from migrator.plan import SnapshotPlan, plan_snapshot, planned_units
 from migrator.progress import ProgressReporter, SnapshotSummary
 from migrator.replicate import ReplicationSummary, replicate
-from migrator.savepoints import SavepointStore, SegmentLedger, SnapshotProgress, resume_point
+from migrator.savepoints import (
+    ResumePoint,
+    SavepointIdentity,
+    SavepointStore,
+    SegmentLedger,
+    Side,
+    SnapshotProgress,
+    TargetTable,
+    resume_point,
+)
 from migrator.segment_copy import SegmentOutcome, SegmentTask
 from migrator.snapshot import copy_segments
 from migrator.kinesis_start import open_kinesis
@@ -68,20 +84,18 @@ def migrate(
     `should_stop` ends replication without Ctrl+C (notebooks and tests).
     """
     config = loaded.config
+    spark_factory = _once(spark_factory)
     if config.imports_export:
         return _import_export(loaded, spark_factory, should_stop)
     if config.writes_export:
         return MigrationResult(snapshot=_write_export(config, spark_factory))
     checks = preflight(config)
-    store = SavepointStore(config.savepoints.path, loaded.raw, config.source.table, config.target.table)
+    store = _savepoint_store(loaded, spark_factory, _side(config.source, "source", checks.source))
     store.check_writable()
-    total_segments, done = resume_point(store.load(), config.source.scan_segments, config.skip_segments)
-    if done and checks.target is None:
-        raise SavepointError(
-            f"{len(done)} segments are recorded as copied (savepoint {store.path} or skipSegments), "
-            f"but target table {config.target.table!r} does not exist: skipping them would leave it "
-            "incomplete; delete the savepoint (and skipSegments) to copy everything again"
-        )
+    progress = store.load()
+    start = resume_point(progress, config.source.scan_segments, config.skip_segments, _copied_in_config(config))
+    recorded = progress.target if progress is not None else _target_in_config(config)
+    _check_recorded_target(store, len(start.copied), "segments", recorded, checks.target, config.target.table)
     streaming = config.target.stream_changes is True or config.kinesis is not None
     if streaming:
         checkpoint.check_writable(checkpoint.location(config))
@@ -96,7 +110,7 @@ def migrate(
             stream = _stream(config, checks, resuming=saved.exists())
             _check_age(saved, stream)
         except CheckpointError as exc:  # before the target is created: an error leaves nothing written
-            stream, total_segments, done = _reinitialize(config, exc, saved, store, checks)
+            stream, start = _reinitialize(config, exc, saved, store, checks)
             reinitializations += 1
             metrics.reinitializations.inc()
     target = checks.target or tables.create_table(
@@ -105,8 +119,8 @@ def migrate(
     result = MigrationResult()
     while True:
         if not (streaming and config.target.skip_initial_snapshot_transfer):
-            plan = _plan(config, checks.source, target, total_segments, spark.sparkContext.defaultParallelism)
-            result.snapshot = _copy(spark, config, plan, checks, store, done)
+            plan = _plan(config, checks.source, target, start.total_segments, spark.sparkContext.defaultParallelism)
+            result.snapshot = _copy(spark, config, plan, checks, store, start, target)
             if streaming:  # the run goes on: show the snapshot's summary now
                 log.info("\n%s", result.snapshot.render())
         if stream is None:
@@ -116,7 +130,7 @@ def migrate(
             result.replication.reinitializations = reinitializations
             return result
         except CheckpointError as exc:
-            stream, total_segments, done = _reinitialize(config, exc, saved, store, checks)
+            stream, start = _reinitialize(config, exc, saved, store, checks)
             reinitializations += 1
             metrics.reinitializations.inc()
 
@@ -136,9 +150,12 @@ def _import_export(
     config = loaded.config
     chained = config.target.stream_changes is True or config.kinesis is not None
     checks = export_import.preflight(config)
-    store = SavepointStore(config.savepoints.path, loaded.raw, config.source.table, config.target.table)
+    store = _savepoint_store(loaded, spark_factory, _export_side(config))
     store.check_writable()
-    done = export_import.resume_point(store.load_files(), config.skip_files, checks.manifests, str(store.path))
+    progress = store.load_files()
+    done = export_import.resume_point(progress, config.skip_files, checks.manifests, store.path)
+    if progress is not None and progress.done_files and checks.target is not None:
+        _check_recorded_target(store, len(progress.done_files), "data files", progress.target, checks.target, config.target.table)
     if done and checks.target is None:
         raise SavepointError(
             f"{len(done)} data files are recorded as imported (savepoint {store.path} or skipFiles), "
@@ -208,10 +225,10 @@ def _check_age(saved: Checkpoint, stream: StreamInfo | KinesisStream) -> None:
 
 def _reinitialize(
     config: MigratorConfig, error: CheckpointError, saved: Checkpoint, store: SavepointStore, checks: Preflight
-) -> tuple[StreamInfo | KinesisStream, int | None, frozenset[int]]:
+) -> tuple[StreamInfo | KinesisStream, ResumePoint]:
     """invalidCheckpointBehavior: `error` re-raises; `restart` drops the checkpoint and the
     savepoint and returns where to start over: the stream (fixed before the new snapshot)
-    and a snapshot with no segment done."""
+    and a snapshot with no segment copied (those skipped on request stay skipped)."""
     if config.invalid_checkpoint_behavior != "restart":
         raise error
     log.warning("%s", error)
@@ -222,12 +239,75 @@ def _reinitialize(
     saved.drop()
     store.discard()
     stream = _stream(config, checks, fresh_start=True)
-    return stream, config.source.scan_segments, frozenset()
+    requested = frozenset(config.skip_segments) - _copied_in_config(config)
+    return stream, ResumePoint(config.source.scan_segments, requested=requested)
 
 
 def _control_client(config: MigratorConfig, side: str):
     block = config.source if side == "source" else config.target
     return aws.client(block.client_spec(side).for_control_plane())
+
+
+def _once(spark_factory: SparkFactory) -> SparkFactory:
+    """The factory, starting one session however often it is called (a Hadoop savepoint folder needs it early)."""
+    sessions: list[SparkSession] = []
+
+    def session() -> SparkSession:
+        if not sessions:
+            sessions.append(spark_factory())
+        return sessions[0]
+
+    return session
+
+
+def _savepoint_store(loaded: LoadedConfig, spark_factory: SparkFactory, source: Side) -> SavepointStore:
+    """The savepoint of this copy: named after both sides, in the folder savepoints.path names."""
+    config = loaded.config
+    identity = SavepointIdentity(source, _side(config.target, "target"))
+    return SavepointStore(savepoint_folders.open_folder(config.savepoints, spark_factory), loaded.raw, identity)
+
+
+def _side(block, label: str, described: TableInfo | None = None) -> Side:
+    """A table side as botocore resolves it (the environment's and profile's endpoint and region included)."""
+    meta = aws.client(block.client_spec(label).for_control_plane()).meta
+    kind = "alternator" if block.is_alternator else "dynamodb"
+    arn = described.description.get("TableArn") if described is not None else None
+    return Side(kind, meta.endpoint_url, meta.region_name, block.table, arn)
+
+
+def _export_side(config: MigratorConfig) -> Side:
+    meta = aws.client(config.source.client_spec("source").for_control_plane(), "s3").meta
+    return Side(config.source.type, meta.endpoint_url, meta.region_name, config.source.table)
+
+
+def _copied_in_config(config: MigratorConfig) -> frozenset[int]:
+    """The config is itself a savepoint: the segments it records as copied (its skipSegments holds them too)."""
+    return frozenset(config.savepoint.copied_segments) if config.savepoint is not None else frozenset()
+
+
+def _target_in_config(config: MigratorConfig) -> TargetTable | None:
+    """The config is itself a savepoint: the target table it records its copies in."""
+    if config.savepoint is None:
+        return None
+    recorded = config.savepoint.target
+    return TargetTable(recorded.table_arn, recorded.table_id, recorded.creation_date_time)
+
+
+def _check_recorded_target(
+    store: SavepointStore, copied: int, units: str, recorded: TargetTable | None, target: TableInfo | None, table: str
+) -> None:
+    """Units recorded as copied are skipped only in the table they were copied into.
+
+    A target that is gone, or was dropped and recreated under its name (another TableId),
+    does not hold them: refused before anything is written, never trusted.
+    """
+    if not copied:
+        return
+    if target is None:
+        raise RecordedTargetMissing(copied, units, store.path, table)
+    how = recorded.differs_from(TargetTable.of(target.description)) if recorded is not None else None
+    if how is not None:
+        raise RecordedTargetReplaced(copied, units, store.path, table, how)
 
 
 def preflight(config: MigratorConfig) -> Preflight:
@@ -240,8 +320,11 @@ def preflight(config: MigratorConfig) -> Preflight:
         raise SourceTableNotFound(config.source.table, source_spec.where)
     ttl = tables.ttl_attribute(source_client, config.source.table)
     request = tables.creation_request(source, config.target.table, config.rename_map, config.target.billing_mode)
-    target = tables.describe_table(aws.client(target_spec), config.target.table, "target")
+    target_client = aws.client(target_spec)
+    target = tables.describe_table(target_client, config.target.table, "target")
     if target is not None:
+        if tables.same_table(source, source_client.meta.endpoint_url, target, target_client.meta.endpoint_url):
+            raise SameTable(config.target.table, target_spec.where)
         tables.check_key_schema(request, target)
         log.info("target table %r exists with matching keys: writing into it as is", config.target.table)
     return Preflight(source=source, ttl_attribute=ttl, target=target, create_request=request)
@@ -268,14 +351,29 @@ def _plan(
 
 def _copy(
     spark: SparkSession,
-    config: MigratorConfig, plan: SnapshotPlan, checks: Preflight, store: SavepointStore, done: frozenset[int]
+    config: MigratorConfig,
+    plan: SnapshotPlan,
+    checks: Preflight,
+    store: SavepointStore,
+    start: ResumePoint,
+    target: TableInfo,
 ) -> SnapshotSummary:
-    progress = SnapshotProgress(config.source.table, config.target.table, plan.total_segments, done)
+    progress = SnapshotProgress(
+        config.source.table, config.target.table, plan.total_segments, start.copied, start.requested,
+        TargetTable.of(target.description),
+    )  # fmt: skip
     summary = SnapshotSummary(
-        config.source.table, config.target.table, plan.total_segments, segments_resumed=len(done)
-    )
-    if done:
-        log.info("resuming from %s: %d of %d segments already copied", store.path, len(done), plan.total_segments)
+        config.source.table, config.target.table, plan.total_segments,
+        segments_resumed=len(start.copied), segments_skipped=len(start.requested),
+    )  # fmt: skip
+    if start.copied:
+        log.info("resuming from %s: %d of %d segments already copied", store.path, len(start.copied), plan.total_segments)
+    if start.requested:
+        log.info(
+            "skipping segments %s of %d on request (skipSegments): this run does not copy them",
+            ", ".join(str(s) for s in sorted(start.requested)), plan.total_segments,
+        )  # fmt: skip
+    done = start.done
     ledger = SegmentLedger(store, progress)
     ledger.start()
     reporter = ProgressReporter(summary, checks.source.item_count)

@@ -71,6 +71,21 @@ def _table_info(table: Mapping[str, Any]) -> TableInfo:
     )
 
 
+def same_table(one: TableInfo, one_endpoint: str, other: TableInfo, other_endpoint: str) -> bool:
+    """Whether two descriptions are of one table.
+
+    TableId is unique per table ever created (DynamoDB, and the emulators that give one);
+    without it, one ARN at one endpoint is one table (two DynamoDB-compatible servers may
+    give their tables the same ARN).
+    """
+    one_id, other_id = one.description.get("TableId"), other.description.get("TableId")
+    if one_id and other_id:
+        return one_id == other_id
+    one_arn, other_arn = one.description.get("TableArn"), other.description.get("TableArn")
+    same_place = one_endpoint.rstrip("/") == other_endpoint.rstrip("/")
+    return same_place and (one_arn == other_arn if one_arn and other_arn else one.name == other.name)
+
+
 def ttl_attribute(client: Any, table: str) -> str | None:
     """The TTL attribute when TTL is enabled (or being enabled) on the table."""
     with translated("reading the TTL setting of", f"source table {table!r}"):

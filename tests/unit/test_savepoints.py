@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import os
 import textwrap
+from pathlib import Path
 
 import pytest
 import yaml
 
 from migrator.config import parse_config
 from migrator.errors import ConfigError, SavepointError
-from migrator.savepoints import SavepointStore, SegmentLedger, SnapshotProgress, resume_point
+from migrator.savepoint_folders import LocalFolder
+from migrator.savepoints import (
+    ResumePoint,
+    SavepointIdentity,
+    SavepointStore,
+    SegmentLedger,
+    Side,
+    SnapshotProgress,
+    resume_point,
+)
 
 PLANTED = {
     "accessKey": "AKIAPLANTEDSAVEPOINT1",
@@ -49,9 +59,25 @@ def raw_config() -> dict:
     return parse_config(CONFIG_TEXT).raw
 
 
+def identity(source: str = "Orders", target: str = "OrdersCopy") -> SavepointIdentity:
+    return SavepointIdentity(
+        Side("dynamodb", "https://dynamodb.eu-west-1.amazonaws.com", "eu-west-1", source,
+             f"arn:aws:dynamodb:eu-west-1:111122223333:table/{source}"),
+        Side("alternator", "http://scylla:8000", "us-east-1", target),
+    )  # fmt: skip
+
+
+def open_store(directory, raw: dict, source: str = "Orders", target: str = "OrdersCopy") -> SavepointStore:
+    return SavepointStore(LocalFolder(str(directory)), raw, identity(source, target))
+
+
 @pytest.fixture
 def store(tmp_path, raw_config) -> SavepointStore:
-    return SavepointStore(str(tmp_path / "sp"), raw_config, "Orders", "OrdersCopy")
+    return open_store(tmp_path / "sp", raw_config)
+
+
+def file_of(store: SavepointStore) -> Path:
+    return Path(store.path)
 
 
 def progress(total: int, done: set[int]) -> SnapshotProgress:
@@ -95,11 +121,11 @@ def test_save_then_load_round_trip(store):
 
 
 def test_savepoint_name_comes_from_the_tables_not_the_clock(tmp_path, raw_config):
-    first = SavepointStore(str(tmp_path), raw_config, "Orders", "OrdersCopy")
-    second = SavepointStore(str(tmp_path), raw_config, "Orders", "OrdersCopy")
+    first = open_store(tmp_path, raw_config)
+    second = open_store(tmp_path, raw_config)
     assert first.path == second.path
-    assert first.path.name.startswith("savepoint_Orders_to_OrdersCopy_")
-    assert first.path.suffix == ".yaml"
+    assert file_of(first).name.startswith("savepoint_Orders_to_OrdersCopy_")
+    assert file_of(first).suffix == ".yaml"
 
 
 def pair_config(source_table: str, target_table: str) -> dict:
@@ -111,8 +137,8 @@ def pair_config(source_table: str, target_table: str) -> dict:
 
 def test_distinct_table_pairs_never_share_a_savepoint(tmp_path):
     """Table names may contain '_to_': one copy must never resume from another copy's progress."""
-    one = SavepointStore(str(tmp_path), pair_config("emea_to_us", "backup"), "emea_to_us", "backup")
-    other = SavepointStore(str(tmp_path), pair_config("emea", "us_to_backup"), "emea", "us_to_backup")
+    one = open_store(tmp_path, pair_config("emea_to_us", "backup"), "emea_to_us", "backup")
+    other = open_store(tmp_path, pair_config("emea", "us_to_backup"), "emea", "us_to_backup")
     one.save(SnapshotProgress("emea_to_us", "backup", 4, frozenset({0, 1, 2})))
 
     try:
@@ -130,9 +156,9 @@ def test_save_replaces_the_previous_progress(store):
 
 def test_savepoint_is_a_config_once_credentials_are_restored(store):
     store.save(progress(8, {6, 1, 4}))
-    text = store.path.read_text(encoding="utf-8")
+    text = file_of(store).read_text(encoding="utf-8")
 
-    assert text.startswith("# dynamodb-migrator savepoint, format 1.")
+    assert text.startswith("# dynamodb-migrator savepoint, format 2.")
     document = yaml.safe_load(text)
     assert document["source"]["credentials"] == {
         "accessKey": "<redacted>", "secretKey": "<redacted>", "sessionToken": "<redacted>",
@@ -155,10 +181,10 @@ def test_savepoint_is_a_config_once_credentials_are_restored(store):
 
 
 def test_savepoint_without_credentials_runs_as_a_config_directly(tmp_path):
-    store = SavepointStore(str(tmp_path), pair_config("src", "tgt"), "src", "tgt")
+    store = open_store(tmp_path, pair_config("src", "tgt"), "src", "tgt")
     store.save(SnapshotProgress("src", "tgt", 3, frozenset({2, 0})))
 
-    config = parse_config(store.path.read_text(encoding="utf-8")).config
+    config = parse_config(file_of(store).read_text(encoding="utf-8")).config
 
     assert config.skip_segments == [0, 2]
     assert config.source.scan_segments == 3
@@ -166,7 +192,7 @@ def test_savepoint_without_credentials_runs_as_a_config_directly(tmp_path):
 
 def test_savepoint_contains_no_planted_secret(store):
     store.save(progress(4, {0}))
-    text = store.path.read_text(encoding="utf-8")
+    text = file_of(store).read_text(encoding="utf-8")
     for secret in PLANTED.values():
         assert secret not in text
 
@@ -184,10 +210,10 @@ def test_scan_segments_pinned_over_the_configured_value(tmp_path):
         "target: {type: dynamodb, table: tgt, region: us-east-1}\n"
         "skipSegments: [3]\n"
     ).raw
-    store = SavepointStore(str(tmp_path), raw, "src", "tgt")
+    store = open_store(tmp_path, raw, "src", "tgt")
     store.save(SnapshotProgress("src", "tgt", 16, frozenset({9, 3})))
 
-    document = yaml.safe_load(store.path.read_text(encoding="utf-8"))
+    document = yaml.safe_load(file_of(store).read_text(encoding="utf-8"))
 
     assert document["source"]["scanSegments"] == 16
     assert document["skipSegments"] == [3, 9]
@@ -200,12 +226,12 @@ def test_save_leaves_no_temporary_files(store):
     store.save(progress(4, {0}))
     store.save(progress(4, {0, 1}))
 
-    assert sorted(os.listdir(store.path.parent)) == [store.path.name]
+    assert sorted(os.listdir(file_of(store).parent)) == [file_of(store).name]
 
 
 def test_failed_write_keeps_the_old_savepoint_and_cleans_up(store, monkeypatch):
     store.save(progress(4, {0}))
-    before = store.path.read_bytes()
+    before = file_of(store).read_bytes()
 
     def crash(*_args, **_kwargs):
         raise OSError(28, "No space left on device")
@@ -215,8 +241,8 @@ def test_failed_write_keeps_the_old_savepoint_and_cleans_up(store, monkeypatch):
         store.save(progress(4, {0, 1, 2}))
     monkeypatch.undo()
 
-    assert store.path.read_bytes() == before
-    assert sorted(os.listdir(store.path.parent)) == [store.path.name]
+    assert file_of(store).read_bytes() == before
+    assert sorted(os.listdir(file_of(store).parent)) == [file_of(store).name]
 
 
 # ---- damaged files ----
@@ -237,8 +263,8 @@ def test_failed_write_keeps_the_old_savepoint_and_cleans_up(store, monkeypatch):
     ],
 )
 def test_damaged_savepoint_says_to_delete_it(store, text):
-    store.path.parent.mkdir(parents=True)
-    store.path.write_text(text, encoding="utf-8")
+    file_of(store).parent.mkdir(parents=True)
+    file_of(store).write_text(text, encoding="utf-8")
 
     with pytest.raises(SavepointError) as caught:
         store.load()
@@ -250,7 +276,7 @@ def test_damaged_savepoint_says_to_delete_it(store, text):
 
 
 def test_unreadable_savepoint_is_a_savepoint_error(store):
-    store.path.mkdir(parents=True)  # a directory where the file should be
+    file_of(store).mkdir(parents=True)  # a directory where the file should be
     with pytest.raises(SavepointError, match="cannot read savepoint"):
         store.load()
 
@@ -259,14 +285,14 @@ def test_unreadable_savepoint_is_a_savepoint_error(store):
 
 
 def test_resume_without_savepoint_uses_the_config():
-    assert resume_point(None, 8, [1, 2]) == (8, frozenset({1, 2}))
-    assert resume_point(None, None, []) == (None, frozenset())
+    assert resume_point(None, 8, [1, 2]) == ResumePoint(8, requested=frozenset({1, 2}))
+    assert resume_point(None, None, []) == ResumePoint(None)
 
 
 def test_resume_pins_the_saved_segment_count():
     saved = progress(16, {3, 4})
-    assert resume_point(saved, None, []) == (16, frozenset({3, 4}))
-    assert resume_point(saved, 16, [5]) == (16, frozenset({3, 4, 5}))
+    assert resume_point(saved, None, []) == ResumePoint(16, frozenset({3, 4}))
+    assert resume_point(saved, 16, [5]) == ResumePoint(16, frozenset({3, 4}), frozenset({5}))
 
 
 def test_resume_refuses_a_different_segment_count():
@@ -297,15 +323,15 @@ def unwritable_directory(tmp_path) -> str:
 
 
 def test_check_writable_accepts_a_new_directory(tmp_path, raw_config):
-    store = SavepointStore(str(tmp_path / "new" / "dir"), raw_config, "Orders", "OrdersCopy")
+    store = open_store(tmp_path / "new" / "dir", raw_config)
     store.check_writable()
-    assert store.path.parent.is_dir()
-    assert os.listdir(store.path.parent) == [], "the probe file is removed"
+    assert file_of(store).parent.is_dir()
+    assert os.listdir(file_of(store).parent) == [], "the probe file is removed"
 
 
 def test_check_writable_refuses_an_unwritable_directory(tmp_path, raw_config):
     directory = unwritable_directory(tmp_path)
-    store = SavepointStore(directory, raw_config, "Orders", "OrdersCopy")
+    store = open_store(directory, raw_config)
     try:
         with pytest.raises(SavepointError) as caught:
             store.check_writable()

@@ -9,7 +9,10 @@ import yaml
 
 from migrator.config import parse_config
 from migrator.errors import SavepointError
-from migrator.savepoints import ImportProgress, SavepointStore, SegmentLedger
+from pathlib import Path
+
+from migrator.savepoint_folders import LocalFolder
+from migrator.savepoints import ImportProgress, SavepointIdentity, SavepointStore, SegmentLedger, Side
 
 SECRET = "planted-import-secret-77f1"
 CONFIG_TEXT = textwrap.dedent(
@@ -30,9 +33,17 @@ CONFIG_TEXT = textwrap.dedent(
 EXPORT = "s3-export-01714557600000-abcdef12"
 
 
+def open_store(directory, raw: dict, target: str = "Orders") -> SavepointStore:
+    identity = SavepointIdentity(
+        Side("dynamodb-s3-export", "https://s3.us-east-1.amazonaws.com", "us-east-1", EXPORT),
+        Side("dynamodb", "https://dynamodb.us-east-1.amazonaws.com", "us-east-1", target),
+    )
+    return SavepointStore(LocalFolder(str(directory)), raw, identity)
+
+
 @pytest.fixture
 def store(tmp_path) -> SavepointStore:
-    return SavepointStore(str(tmp_path), parse_config(CONFIG_TEXT).raw, EXPORT, "Orders")
+    return open_store(tmp_path, parse_config(CONFIG_TEXT).raw)
 
 
 def test_no_savepoint_yet(store):
@@ -49,12 +60,12 @@ def test_files_are_saved_as_they_are_recorded_and_load_back(store):
 
     assert store.load_files().done_files == {"AWSDynamoDB/x/data/a.json.gz", "AWSDynamoDB/x/data/b.json.gz",
                                              "AWSDynamoDB/x/data/c.json.gz"}  # fmt: skip
-    assert store.path.name.startswith(f"savepoint_{EXPORT}_to_Orders_")
+    assert Path(store.path).name.startswith(f"savepoint_{EXPORT}_to_Orders_")
 
 
 def test_the_savepoint_is_a_loadable_config_without_secrets(store):
     store.save(ImportProgress(EXPORT, "Orders", frozenset({"k2", "k1"})))
-    text = store.path.read_text()
+    text = Path(store.path).read_text()
 
     assert SECRET not in text and "AKIAIMPORT" not in text
     document = yaml.safe_load(text)
@@ -66,7 +77,7 @@ def test_the_savepoint_is_a_loadable_config_without_secrets(store):
 
 def test_a_damaged_skip_files_list_is_refused(store):
     store.save(ImportProgress(EXPORT, "Orders", frozenset()))
-    store.path.write_text(store.path.read_text() + "skipFiles: {not: a list}\n")
+    Path(store.path).write_text(Path(store.path).read_text() + "skipFiles: {not: a list}\n")
 
     with pytest.raises(SavepointError) as refused:
         store.load_files()
@@ -75,9 +86,9 @@ def test_a_damaged_skip_files_list_is_refused(store):
 
 def test_a_savepoint_of_another_target_is_refused(tmp_path):
     raw = parse_config(CONFIG_TEXT).raw
-    SavepointStore(str(tmp_path), raw, EXPORT, "Orders").save(ImportProgress(EXPORT, "Orders", frozenset()))
-    other = SavepointStore(str(tmp_path), raw, EXPORT, "Other")
-    other.path.write_text(SavepointStore(str(tmp_path), raw, EXPORT, "Orders").path.read_text())
+    open_store(tmp_path, raw).save(ImportProgress(EXPORT, "Orders", frozenset()))
+    other = open_store(tmp_path, raw, "Other")
+    Path(other.path).write_text(Path(open_store(tmp_path, raw).path).read_text())
 
     with pytest.raises(SavepointError) as refused:
         other.load_files()
