@@ -69,8 +69,9 @@ def wait_for_segments(job: subprocess.Popen, savepoint_dir: Path, at_least: int,
     raise AssertionError(f"fewer than {at_least} segments copied after {timeout}s")
 
 
-def scanned_segments(proxy: FaultProxy) -> set[int]:
-    return {json.loads(body)["Segment"] for operation, body in proxy.recorded if operation == "Scan"}
+def scanned_segments(proxy: FaultProxy, since: int = 0) -> set[int]:
+    """The segments scanned through the proxy, from its `since`-th recorded request on."""
+    return {json.loads(body)["Segment"] for operation, body in proxy.recorded[since:] if operation == "Scan"}
 
 
 @pytest.fixture
@@ -98,10 +99,18 @@ def slow_copy(dynamodb, endpoint_url, table_name, tmp_path):
     return source, target, config, tmp_path / "savepoints"
 
 
+@pytest.fixture
+def recording_proxy(endpoint_url):
+    """Both runs of a test reach the emulator through one proxy: a savepoint belongs to one endpoint."""
+    with FaultProxy(endpoint_url, fault_rate=0.0, record=True) as proxy:
+        yield proxy
+
+
 @pytest.mark.parametrize("stop_signal", [signal.SIGKILL, signal.SIGINT], ids=["kill-9", "ctrl-c"])
-def test_rerun_resumes_without_rescanning_finished_segments(dynamodb, endpoint_url, slow_copy, stop_signal):
+def test_rerun_resumes_without_rescanning_finished_segments(dynamodb, recording_proxy, slow_copy, stop_signal):
     source, target, config, savepoints = slow_copy
-    job = start_job(config(endpoint_url, "first.yaml"))
+    proxy = recording_proxy
+    job = start_job(config(proxy.endpoint_url, "first.yaml"))
     wait_for_segments(job, savepoints, at_least=2)
     os.killpg(job.pid, stop_signal)
     output, _ = job.communicate(timeout=60)
@@ -111,9 +120,9 @@ def test_rerun_resumes_without_rescanning_finished_segments(dynamodb, endpoint_u
         assert job.returncode == 130, output
         assert "interrupted" in output and "rerun the same command to resume" in output
 
-    with FaultProxy(endpoint_url, fault_rate=0.0, record=True) as proxy:
-        rerun = run_job(config(proxy.endpoint_url, "rerun.yaml"), spark_submit=True)
-        scanned = scanned_segments(proxy)
+    first_run_requests = len(proxy.recorded)
+    rerun = run_job(config(proxy.endpoint_url, "rerun.yaml"), spark_submit=True)
+    scanned = scanned_segments(proxy, since=first_run_requests)
 
     assert rerun.returncode == 0, rerun.stderr
     assert "resuming from" in rerun.stdout + rerun.stderr  # spark-submit relays Python stderr on stdout
@@ -122,22 +131,23 @@ def test_rerun_resumes_without_rescanning_finished_segments(dynamodb, endpoint_u
     assert_same_items(make_items(ITEMS), scan_all(dynamodb, target))
 
 
-def test_rerun_after_completion_copies_nothing(dynamodb, endpoint_url, table_name, tmp_path):
+def test_rerun_after_completion_copies_nothing(dynamodb, recording_proxy, table_name, tmp_path):
     source, target = table_name("done"), table_name("done-copy")
+    proxy = recording_proxy
     create_sample_table(dynamodb, source)
     put_items(dynamodb, source, make_items(50))
     config = write_config(
-        tmp_path, {"source": side(endpoint_url, source, scanSegments=4), "target": side(endpoint_url, target)}
+        tmp_path, {"source": side(proxy.endpoint_url, source, scanSegments=4), "target": side(proxy.endpoint_url, target)}
     )
     assert run_job(config).returncode == 0
 
-    with FaultProxy(endpoint_url, fault_rate=0.0, record=True) as proxy:
-        rerun = run_job(write_config(tmp_path, {
-            "source": side(proxy.endpoint_url, source, scanSegments=4),
-            "target": side(proxy.endpoint_url, target),
-            "savepoints": {"path": str(tmp_path / "savepoints")},
-        }, name="again.yaml"))
-        assert scanned_segments(proxy) == set()
+    first_run_requests = len(proxy.recorded)
+    rerun = run_job(write_config(tmp_path, {
+        "source": side(proxy.endpoint_url, source, scanSegments=4),
+        "target": side(proxy.endpoint_url, target),
+        "savepoints": {"path": str(tmp_path / "savepoints")},
+    }, name="again.yaml"))
+    assert scanned_segments(proxy, since=first_run_requests) == set()
     assert rerun.returncode == 0, rerun.stderr
     assert "segments:        4 of 4 (4 already copied by an earlier run)" in rerun.stdout
 
