@@ -242,8 +242,8 @@ class RecordedTargetMissing(SavepointError):
     def __init__(self, count: int, units: str, savepoint: str, table: str):
         self.table = table
         super().__init__(
-            f"{count} {units} are recorded as copied (savepoint {savepoint}), but target table {table!r} does not "
-            "exist: skipping them would leave it incomplete; nothing was written. Ways out: delete the savepoint "
+            f"savepoint {savepoint} records {_counted(count, units)} as copied into target table {table!r}, which "
+            "does not exist: skipping them would leave it incomplete; nothing was written. Ways out: delete the savepoint "
             "to copy everything again; or point target.table (target.region, target.endpoint) at the table they "
             "were copied into"
         )
@@ -255,11 +255,16 @@ class RecordedTargetReplaced(SavepointError):
     def __init__(self, count: int, units: str, savepoint: str, table: str, how: str):
         self.table = table
         super().__init__(
-            f"{count} {units} are recorded as copied (savepoint {savepoint}) into another table than target "
+            f"savepoint {savepoint} records {_counted(count, units)} as copied into another table than target "
             f"{table!r} is now ({how}): it was dropped and recreated since, and may lack those rows; nothing was "
             "written. Ways out: delete the savepoint to copy everything into this table; or point target.table "
             "(target.region, target.endpoint) at the table they were copied into"
         )
+
+
+def _counted(count: int, units: str) -> str:
+    """`3 segments`, `1 segment`: `units` is the plural."""
+    return f"{count} {units[:-1] if count == 1 else units}"
 
 
 class SegmentFailed(MigratorError):

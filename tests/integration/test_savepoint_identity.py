@@ -81,7 +81,7 @@ def test_a_target_dropped_and_recreated_empty_is_refused(dynamodb, endpoint_url,
         run_in_process(config, spark)
 
     message = str(refused.value)
-    assert f"{SEGMENTS} segments are recorded as copied" in message
+    assert f"records {SEGMENTS} segments as copied" in message
     assert f"into another table than target {target!r} is now" in message
     assert "delete the savepoint to copy everything into this table" in message
     assert refused.value.exit_code == 2
