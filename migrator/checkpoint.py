@@ -26,6 +26,7 @@ from urllib.parse import urlparse
 from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 
+from migrator import hadoop_files
 from migrator.config import MigratorConfig
 from migrator.errors import CheckpointError, ConfigError
 
@@ -148,11 +149,8 @@ class Checkpoint:
             self._fs.delete(self._child(f"{KEY_STATE_FOLDER}/{batch}.json"), False)
 
     def _write(self, path, text: str) -> None:
-        stream = self._fs.create(path, True)
-        try:
-            stream.write(text.encode("utf-8"))
-        finally:
-            stream.close()
+        """Whole or not at all, on any Hadoop filesystem: a crash never leaves half a file to read."""
+        hadoop_files.write_atomically(self._fs, path, text)
 
     def _read(self, path) -> str:
         stream = self._fs.open(path)
@@ -178,8 +176,8 @@ class Checkpoint:
         return max(times) if times else None
 
     def _heartbeat(self) -> float | None:
-        path = self._child(HEARTBEAT_FILE)
-        if not self._fs.exists(path):
+        path = hadoop_files.readable(self._fs, self._child(HEARTBEAT_FILE))
+        if path is None:
             return None
         try:
             return float(json.loads(self._read(path))["aliveAt"])

@@ -150,7 +150,7 @@ def _import_export(
     config = loaded.config
     chained = config.target.stream_changes is True or config.kinesis is not None
     checks = export_import.preflight(config)
-    store = _savepoint_store(loaded, spark_factory, _export_side(config))
+    store = _savepoint_store(loaded, spark_factory, _export_side(config, checks.manifests.summary.export_arn))
     store.check_writable()
     progress = store.load_files()
     done = export_import.resume_point(progress, config.skip_files, checks.manifests, store.path)
@@ -275,9 +275,10 @@ def _side(block, label: str, described: TableInfo | None = None) -> Side:
     return Side(kind, meta.endpoint_url, meta.region_name, block.table, arn)
 
 
-def _export_side(config: MigratorConfig) -> Side:
-    meta = aws.client(config.source.client_spec("source").for_control_plane(), "s3").meta
-    return Side(config.source.type, meta.endpoint_url, meta.region_name, config.source.table)
+def _export_side(config: MigratorConfig, export_arn: str | None) -> Side:
+    """An export is the same data wherever it is read from (a copy in another bucket, another endpoint):
+    it is named by its id and ARN (its account), not by where S3 is reached."""
+    return Side(config.source.type, "", "", config.source.table, export_arn)
 
 
 def _copied_in_config(config: MigratorConfig) -> frozenset[int]:

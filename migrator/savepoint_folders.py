@@ -10,10 +10,8 @@ the previous file or the new one, whole, never a part, whatever stops the driver
   default chain and region, as on EMR).
 - any other Hadoop filesystem URI (`hdfs://`, `viewfs://`, `gs://`, `abfs://`, ...): through
   the driver JVM's Hadoop client, the one Spark's checkpoints use, so it needs a Spark session
-  (started before the savepoint is read; still before anything is written). Hadoop's rename
-  does not replace a file, so the old file is first renamed aside (`<name>.previous`), the new
-  one renamed into place, and the aside one deleted; a reader that finds no file reads the
-  aside one, so a stop between two renames loses nothing.
+  (started before the savepoint is read; still before anything is written); written under a
+  temporary name and renamed into place (`migrator.hadoop_files`).
 
 Which schemes are accepted is decided when the config loads (`config.Savepoints`).
 """
@@ -26,13 +24,12 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable
 
-from migrator import aws
+from migrator import aws, hadoop_files
 from migrator.aws import translated
 from migrator.config import Savepoints
 from migrator.connection import ClientSpec
 from migrator.errors import MigratorError, ResourceNotFound, SavepointError
 
-PREVIOUS_SUFFIX = ".previous"  # a Hadoop savepoint renamed aside while the new one takes its name
 
 
 def open_folder(savepoints: Savepoints, spark_factory: Callable[[], Any]) -> "LocalFolder | S3Folder | HadoopFolder":
@@ -175,44 +172,27 @@ class HadoopFolder:
 
     def read(self, name: str) -> str | None:
         try:
-            for candidate in (name, name + PREVIOUS_SUFFIX):  # see the module's docstring
-                path = self._path(self.where(candidate))
-                if self._fs.exists(path):
-                    return self._read(path)
-            return None
+            path = hadoop_files.readable(self._fs, self._path(self.where(name)))
+            return None if path is None else self._read(path)
         except self._java_error as exc:
             raise SavepointError(f"cannot read savepoint {self.where(name)}: {_java_reason(exc)}") from None
 
     def write(self, name: str, text: str) -> None:
-        final = self._path(self.where(name))
-        aside = self._path(self.where(name + PREVIOUS_SUFFIX))
-        temporary = self._path(self.where(f".{name}.{uuid.uuid4().hex[:8]}.tmp"))
+        """Raises OSError with Hadoop's reason: a save that fails during the copy stops it (exit 1)."""
         try:
-            self._create(temporary, text)
-            if self._fs.exists(final):
-                self._fs.delete(aside, False)
-                self._rename(final, aside)
-            self._rename(temporary, final)
-            self._fs.delete(aside, False)
+            hadoop_files.write_atomically(self._fs, self._path(self.where(name)), text)
         except self._java_error as exc:
-            self._fs.delete(temporary, False)
-            raise SavepointError(f"cannot write savepoint {self.where(name)}: {_java_reason(exc)}") from None
+            raise OSError(f"cannot write savepoint {self.where(name)}: {_java_reason(exc)}") from None
 
     def delete(self, name: str) -> None:
-        for candidate in (name, name + PREVIOUS_SUFFIX):
-            self._fs.delete(self._path(self.where(candidate)), False)
+        hadoop_files.delete(self._fs, self._path(self.where(name)))
 
     def _create(self, path: Any, text: str) -> None:
-        stream = self._fs.create(path, True)  # parent folders are made as needed
+        stream = self._fs.create(path, True)
         try:
             stream.write(text.encode("utf-8"))
-            stream.hsync()  # on the datanodes' disks before the rename makes it the savepoint
         finally:
             stream.close()
-
-    def _rename(self, source: Any, destination: Any) -> None:
-        if not self._fs.rename(source, destination):
-            raise SavepointError(f"cannot write savepoint {destination.toString()}: Hadoop refused to rename {source.toString()}")
 
     def _read(self, path: Any) -> str:
         stream = self._fs.open(path)

@@ -66,6 +66,8 @@ class Side:
         return record
 
     def describe(self) -> str:
+        if not self.endpoint:  # an S3 export: named by its id, wherever it is read from
+            return f"{self.type} {self.table!r}"
         return f"{self.type} table {self.table!r} at {self.endpoint} ({self.region})"
 
 

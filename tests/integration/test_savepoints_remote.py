@@ -30,7 +30,9 @@ from conftest import (
     write_config,
 )
 from faultproxy import FaultProxy
-from migrator.savepoint_folders import PREVIOUS_SUFFIX, HadoopFolder
+from migrator.checkpoint import HEARTBEAT_FILE, Checkpoint
+from migrator.hadoop_files import PREVIOUS_SUFFIX
+from migrator.savepoint_folders import HadoopFolder
 from s3_exports import create_bucket
 from sample_data import create_sample_table, make_items
 from test_export_write_hadoop import hdfs_on_local_disk, hdfs_uri  # noqa: F401 (a fixture)
@@ -173,3 +175,21 @@ def test_a_hadoop_savepoint_is_replaced_atomically(tmp_path, spark, hdfs_on_loca
     assert not (tmp_path / "sp" / f"savepoint_a.yaml{PREVIOUS_SUFFIX}").exists()
     folder.delete("savepoint_a.yaml")
     assert folder.read("savepoint_a.yaml") is None
+
+
+def test_checkpoint_state_files_are_written_whole_on_hadoop(tmp_path, spark, hdfs_on_local_disk):  # noqa: F811
+    """The checkpoint's own files (heartbeat, Kinesis key state) are replaced the same way as savepoints."""
+    folder = tmp_path / "checkpoint"
+    saved = Checkpoint(spark, hdfs_uri(folder))
+    saved.beat(now=1_000.0)
+    saved.beat(now=2_000.0)
+    saved.save_key_state(3, '{"a": 1}')
+    saved.save_key_state(3, '{"a": 2}')  # a replayed batch rewrites its file
+
+    assert saved.last_alive() == 2_000.0
+    assert saved.load_key_state(before_batch=4) == [(3, '{"a": 2}')]
+    names = sorted(p.name for p in folder.rglob("*") if p.is_file() and not p.name.endswith(".crc"))
+    assert names == ["3.json", HEARTBEAT_FILE], "no temporary or set-aside file is left"
+
+    (folder / HEARTBEAT_FILE).rename(folder / f"{HEARTBEAT_FILE}{PREVIOUS_SUFFIX}")  # stopped mid-replace
+    assert Checkpoint(spark, hdfs_uri(folder)).last_alive() == 2_000.0
