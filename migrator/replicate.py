@@ -42,7 +42,7 @@ from migrator.spark import leave_ctrl_c_to_the_driver
 from migrator.stream.collapse import collapse, drop_filtered, key_repr
 from migrator.stream.dynamodb_streams import StreamInfo
 from migrator.stream.feeds import DynamoDBStreamsFeed, KinesisFeed
-from migrator.stream.kinesis import KinesisStream
+from migrator.stream.kinesis import KinesisStream, epoch_of
 from migrator.stream.kinesis_records import SkippedRecord
 from migrator.stream.offsets import ShardPosition, StreamOffset
 from migrator.stream import key_state
@@ -166,6 +166,8 @@ class ChangesReader(DataSourceStreamReader):
             if read.records:
                 self._cache[(shard.shard_id, after)] = read.records
                 current = current.advance(shard.shard_id, self._feed.sequence_of(read.records[-1]))
+            if read.millis_behind is not None:  # Kinesis: the key state's watermark needs it
+                current = current.with_tip(shard.shard_id, read.millis_behind == 0)
             if read.reached_end and shard.closed:
                 current = current.finish(shard.shard_id)
         self._position = current
@@ -281,10 +283,13 @@ class ApplyOutcome:
     first_skipped: str | None = None  # why the first record that is no change was skipped
 
 
-def newest_orders(rows: Iterator[Any]) -> Iterator[tuple[str, tuple]]:
-    """Each key's newest change order in this partition (Kinesis: checked against the key state)."""
-    pairs = ((row["key"], _order(row)) for row in rows if row["operation"] != SKIPPED)
-    yield from key_state.newest_per_key(pairs).items()
+def newest_orders(rows: Iterator[Any]) -> Iterator[tuple[str, tuple, str]]:
+    """Each key's newest change order in this partition (a shard's range), with the shard's id
+    (Kinesis: checked against the key state)."""
+    changes = [row for row in rows if row["operation"] != SKIPPED]
+    shard_of = {row["key"]: row["shard_id"] for row in changes}
+    for key, order in key_state.newest_per_key((row["key"], _order(row)) for row in changes).items():
+        yield key, order, shard_of[key]
 
 
 def apply_partition(task: ApplyTask, rows: Iterator[Any]) -> Iterator[ApplyOutcome]:
@@ -427,13 +432,14 @@ def replicate(
         .option("feed", feed_option(stream, live.table))
         .load()
     )
-    keeper = _KeyStateKeeper(alive) if isinstance(stream, KinesisStream) else None
+    keeper = _KeyStateKeeper(alive, stream) if isinstance(stream, KinesisStream) else None
     failures: list[MigratorError] = []
 
     def apply_batch(batch: DataFrame, batch_id: int) -> None:
         try:
             spark.sparkContext.setJobDescription(f"replicate {live.table} → {config.target.table}: batch {batch_id}")
-            newest = key_state.newest_per_key(batch.rdd.mapPartitions(newest_orders).collect()) if keeper is not None else {}
+            orders = batch.rdd.mapPartitions(newest_orders).collect() if keeper is not None else []
+            newest = key_state.newest_per_key((key, order) for key, order, _ in orders)
             batch_task = replace(task, stale_keys=keeper.stale_keys(batch_id, newest)) if keeper is not None else task
             # A partition per shard, applied where it was read: no shuffle. All the changes of
             # one key in a batch are in one shard: siblings of a split hold disjoint keys, and
@@ -443,7 +449,7 @@ def replicate(
             if failed:
                 raise failed[0]
             if keeper is not None:  # before Spark commits the batch: a crash now replays it
-                keeper.applied(batch_id, {k: o for k, o in newest.items() if k not in batch_task.stale_keys})
+                keeper.applied(batch_id, {k: o for k, o in newest.items() if k not in batch_task.stale_keys}, orders)
             _record(summary, metrics, batch_id, outcomes)
         except Exception as exc:
             log.debug("batch %d failed", batch_id, exc_info=True)  # the whole trace, for a bug report
@@ -550,24 +556,38 @@ class _KeyStateKeeper:
     """Kinesis: each key's last applied change (`migrator.stream.key_state`), kept with the checkpoint.
 
     Loaded on the first batch of a run from the files of the batches before it, so a batch
-    replayed after a crash sees the state it saw the first time.
+    replayed after a crash sees the state it saw the first time. Which shards are still behind
+    the stream's tip comes from the batch's end offset, as Spark logged it in the checkpoint.
     """
 
-    def __init__(self, checkpoint: Checkpoint):
+    def __init__(self, checkpoint: Checkpoint, stream: KinesisStream):
         self._checkpoint = checkpoint
+        self._stream = stream
         self._state: key_state.KeyState | None = None
 
     def stale_keys(self, batch_id: int, newest: dict[str, tuple]) -> frozenset[str]:
         if self._state is None:
             self._state = key_state.KeyState()
             for batch, text in self._checkpoint.load_key_state(before_batch=batch_id):
-                self._state.record(batch, key_state.from_json(text))
+                self._state.load(batch, text)
         return frozenset(self._state.stale_keys(newest.items()))
 
-    def applied(self, batch_id: int, applied: dict[str, tuple]) -> None:
-        if applied:
-            self._checkpoint.save_key_state(batch_id, key_state.to_json(applied))
-        self._checkpoint.forget_key_state(self._state.record(batch_id, applied))
+    def applied(self, batch_id: int, applied: dict[str, tuple], orders: list[tuple[str, tuple, str]]) -> None:
+        shards_read: dict[str, int] = {}
+        for _, order, shard in orders:
+            shards_read[shard] = max(order[0], shards_read.get(shard, 0))
+        if applied or shards_read:
+            self._checkpoint.save_key_state(batch_id, key_state.to_json(applied, shards_read))
+        end = self._end_offset(batch_id)
+        floor = int(epoch_of(end.start_at or self._stream.start_at) * 1_000_000)
+        self._checkpoint.forget_key_state(self._state.record(batch_id, applied, shards_read, end.behind, floor))
+
+    def _end_offset(self, batch_id: int) -> StreamOffset:
+        """The batch's end offset from Spark's offset log (written before the batch runs)."""
+        text = self._checkpoint.logged_offset(batch_id, self._stream.arn)
+        if text is None:
+            raise CheckpointError(f"the offset of batch {batch_id} is missing from Spark's offset log", self._checkpoint.where)
+        return StreamOffset.from_json(text, self._stream.arn)
 
 
 def _record(summary: ReplicationSummary, metrics: ReplicationMetrics, batch_id: int, outcomes: list[ApplyOutcome]) -> None:

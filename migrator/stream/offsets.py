@@ -29,11 +29,13 @@ class ShardPosition:
 
     `sequence_number` is the last applied record's, so reading resumes AFTER_SEQUENCE_NUMBER;
     None means nothing was applied yet and reading starts at TRIM_HORIZON. A finished shard
-    is closed and read to its end.
+    is closed and read to its end. `at_tip` (Kinesis): the last read reached the stream's tip
+    (MillisBehindLatest 0), so the shard delivers only changes made after that read.
     """
 
     sequence_number: str | None = None
     finished: bool = False
+    at_tip: bool = False
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,20 @@ class StreamOffset:
             )
         return replace(self, shards={**self.shards, shard_id: replace(position, sequence_number=sequence_number)})
 
+    def with_tip(self, shard_id: str, at_tip: bool) -> "StreamOffset":
+        """Record whether the shard's last read reached the stream's tip."""
+        position = self._position(shard_id)
+        if position.at_tip == at_tip:
+            return self
+        return replace(self, shards={**self.shards, shard_id: replace(position, at_tip=at_tip)})
+
+    @property
+    def behind(self) -> frozenset[str]:
+        """Ids of the shards that may still deliver older records: neither finished nor at the tip."""
+        return frozenset(
+            shard_id for shard_id, position in self.shards.items() if not position.finished and not position.at_tip
+        )
+
     def finish(self, shard_id: str) -> "StreamOffset":
         """Mark the shard read to its end (a closed shard whose iterator ran out)."""
         position = self._position(shard_id)
@@ -110,10 +126,7 @@ class StreamOffset:
     def to_dict(self) -> dict[str, Any]:
         """The offset as the JSON-ready dict Spark's Python data source API passes around."""
         document = {
-            "shards": {
-                shard_id: {"finished": position.finished, "sequence_number": position.sequence_number}
-                for shard_id, position in self.shards.items()
-            },
+            "shards": {shard_id: _position_dict(position) for shard_id, position in self.shards.items()},
             "stream_arn": self.stream_arn,
             "version": self.version,
         }
@@ -147,7 +160,10 @@ class StreamOffset:
             )
         try:
             shards = {
-                str(shard_id): ShardPosition(_sequence_or_none(raw["sequence_number"]), _strict_bool(raw["finished"]))
+                str(shard_id): ShardPosition(
+                    _sequence_or_none(raw["sequence_number"]), _strict_bool(raw["finished"]),
+                    _strict_bool(raw.get("at_tip", False)),
+                )  # fmt: skip
                 for shard_id, raw in raw_shards.items()
             }
         except (AttributeError, KeyError, TypeError, ValueError):
@@ -171,6 +187,13 @@ class StreamOffset:
             return self.shards[shard_id]
         except KeyError:
             raise ValueError(f"shard {shard_id} is not in the offset; add it with with_shards first") from None
+
+
+def _position_dict(position: ShardPosition) -> dict[str, Any]:
+    document: dict[str, Any] = {"finished": position.finished, "sequence_number": position.sequence_number}
+    if position.at_tip:  # only Kinesis reads set it: DynamoDB Streams offsets keep their old form
+        document["at_tip"] = True
+    return document
 
 
 def _sequence_or_none(value: Any) -> str | None:

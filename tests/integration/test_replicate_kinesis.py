@@ -346,3 +346,46 @@ def test_a_checkpoint_is_judged_by_the_kinesis_streams_own_retention(
     age_checkpoint(checkpoint, hours=43)
     with pytest.raises(CheckpointError, match=r"43.0 h ago \(the limit is 42 h\): the Kinesis stream keeps records 48 h"):
         run(config, spark, lambda summary: True)
+
+
+def test_a_lagging_shard_still_drops_a_stale_duplicate_while_another_shard_is_hours_ahead(
+    dynamodb, kinesis, endpoint_url, table_name, tmp_path, spark
+):
+    # Catching up after a long snapshot: shard A holds changes from five hours ago and more of
+    # them than one batch reads; shard B holds a change from now. A's stale duplicate of a key
+    # comes in A's second batch, after B's newer change was applied.
+    source, target = table_name("k-lag"), table_name("k-lag-dst")
+    create_sample_table(dynamodb, source)
+    arn = create_stream(kinesis, shards=2)
+    name = arn.rpartition("/")[2]
+    shard_a, shard_b = sorted(kinesis.list_shards(StreamName=name)["Shards"], key=lambda s: int(s["HashKeyRange"]["StartingHashKey"]))
+    config = kinesis_config(tmp_path, endpoint_url, source, target, arn, initialTimestamp=iso(time.time() - 5))
+    document = load_config(str(config)).raw
+    document["target"]["skipInitialSnapshotTransfer"] = True
+    config = write_config(tmp_path, document)
+    lagging, ahead = make_item(1), make_item(2)
+    five_hours_ago = int((time.time() - 5 * 3600) * 1_000_000)
+    fillers = [change_record("another-table", "INSERT", key_of(ahead), ahead, five_hours_ago + 10) for _ in range(1500)]
+    on_a = [
+        change_record(source, "INSERT", key_of(lagging), dict(lagging, note={"S": "newest"}), five_hours_ago + 2),
+        *fillers,  # more than one batch reads from a shard: A stays behind the stream's tip
+        change_record(source, "MODIFY", key_of(lagging), dict(lagging, note={"S": "stale"}), five_hours_ago + 1),
+    ]
+    for first in range(0, len(on_a), 500):
+        kinesis.put_records(StreamName=name, Records=[
+            {"Data": data, "PartitionKey": "a", "ExplicitHashKey": shard_a["HashKeyRange"]["StartingHashKey"]}
+            for data in on_a[first:first + 500]
+        ])  # fmt: skip
+    now = int(time.time() * 1_000_000)
+    kinesis.put_record(StreamName=name, Data=change_record(source, "INSERT", key_of(ahead), ahead, now),
+                       PartitionKey="b", ExplicitHashKey=shard_b["HashKeyRange"]["StartingHashKey"])  # fmt: skip
+    deadline = time.monotonic() + RUN_SECONDS
+
+    def should_stop(summary) -> bool:
+        assert time.monotonic() < deadline, f"not done in {RUN_SECONDS} s: {summary}"
+        return summary.records >= len(on_a) + 1
+
+    result = run(config, spark, should_stop)
+    assert result.replication.batches >= 2
+    assert result.replication.dropped["stale"] == 1, result.replication.dropped
+    assert by_key(scan_all(dynamodb, target)) == by_key([dict(lagging, note={"S": "newest"}), ahead])

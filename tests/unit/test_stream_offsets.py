@@ -168,3 +168,12 @@ def test_a_kinesis_offset_keeps_its_start_and_a_dynamodb_streams_offset_has_none
     assert document["start_at"] == "2026-11-29T10:00:00.000001+00:00"
     assert StreamOffset.from_dict(document, "arn:k") == offset
     assert "start_at" not in StreamOffset.empty("arn:d").to_dict()  # DynamoDB Streams offsets keep their form
+
+
+def test_a_shard_at_the_tip_is_not_behind_and_the_flag_round_trips_only_when_set():
+    offset = sample().with_tip("shardId-b", True)
+    assert offset.shards["shardId-b"] == ShardPosition(SEQ_21, False, True)
+    assert offset.behind == frozenset({"shardId-c"})  # a is finished, b at the tip
+    assert StreamOffset.from_json(offset.to_json(), ARN) == offset
+    assert '"at_tip":true' in offset.to_json() and sample().to_json().count("at_tip") == 0
+    assert offset.with_tip("shardId-b", True) is offset
