@@ -82,6 +82,7 @@ class ShardRange:
     until: str
     depth: int
     records: list[dict[str, Any]] | None = field(default=None, compare=False)
+    first: str | None = None  # the first record the range held when it was planned
 
 
 class ChangesDataSource(DataSource):
@@ -165,7 +166,8 @@ class ChangesReader(DataSourceStreamReader):
                 self._iterators[shard.shard_id] = (last, read.next_iterator)
             if read.records:
                 self._cache[(shard.shard_id, after)] = read.records
-                current = current.advance(shard.shard_id, self._feed.sequence_of(read.records[-1]))
+                first, last = (self._feed.sequence_of(read.records[i]) for i in (0, -1))
+                current = current.advance(shard.shard_id, last, range_first=first)
             if read.millis_behind is not None:  # Kinesis: the key state's watermark needs it
                 current = current.with_tip(shard.shard_id, read.millis_behind == 0)
             if read.reached_end and shard.closed:
@@ -195,9 +197,10 @@ class ChangesReader(DataSourceStreamReader):
             cached = self._cache.pop((shard_id, after), None)
             if cached and self._feed.sequence_of(cached[-1]) != position.sequence_number:
                 cached = None
-            ranges.append(
-                InputPartition(ShardRange(self._feed, shard_id, after, position.sequence_number, depths.get(shard_id, 0), cached))
+            planned = ShardRange(
+                self._feed, shard_id, after, position.sequence_number, depths.get(shard_id, 0), cached, position.range_first
             )
+            ranges.append(InputPartition(planned))
         return ranges
 
     def read(self, partition: InputPartition) -> Iterator[tuple]:
@@ -205,6 +208,7 @@ class ChangesReader(DataSourceStreamReader):
         records = planned.records
         if records is None:  # nothing cached (a restart): read the same range again by sequence number
             records = planned.feed.read_range(planned.shard_id, planned.after, planned.until).records
+            _check_nothing_trimmed(planned, records)
         for record in records:
             try:
                 change = planned.feed.to_change(record, planned.shard_id, planned.depth)
@@ -215,6 +219,21 @@ class ChangesReader(DataSourceStreamReader):
 
     def commit(self, end: dict) -> None:
         """Nothing to do: Spark's checkpoint holds the offsets."""
+
+
+def _check_nothing_trimmed(planned: ShardRange, records: list[dict[str, Any]]) -> None:
+    """A range read again must start with the record it started with when planned.
+
+    Records trimmed since are not always an error of the API: TRIM_HORIZON (a shard's first range)
+    and Kinesis start silently at the oldest record kept.
+    """
+    found = planned.feed.sequence_of(records[0]) if records else None
+    if planned.first is not None and found != planned.first:
+        where = f"after sequence number {planned.after}" if planned.after else "from its start"
+        raise CheckpointError(
+            f"records of shard {planned.shard_id} {where} were trimmed before the batch that read them was "
+            f"applied (the range began at {planned.first}; the stream now starts it at {found or 'nothing'})"
+        )
 
 
 def _to_row(change: ChangeRecord) -> tuple:

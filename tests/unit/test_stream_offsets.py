@@ -113,9 +113,25 @@ def test_lost_and_trimmed_shards():
     listed = [shard("shardId-c", parent="shardId-a")]
     assert offset.lost_shards(listed) == ["shardId-b"]
     assert offset.lost_shards([shard("shardId-a"), shard("shardId-b"), shard("shardId-c")]) == []
-    pruned = offset.without_trimmed(listed)
+    # a finished shard that no listed shard names as its parent is gone for good: dropped
+    pruned = offset.without_trimmed([shard("shardId-c", parent="shardId-z")])
     assert list(pruned.shards) == ["shardId-b", "shardId-c"]
     assert offset.without_trimmed([shard("shardId-a")]) == offset
+
+
+def test_a_finished_parent_left_out_of_a_listing_stays_finished_while_its_child_is_listed():
+    offset = sample()  # a finished, c its child
+    kept = offset.without_trimmed([shard("shardId-b"), shard("shardId-c", parent="shardId-a")])
+    assert kept.shards["shardId-a"].finished
+    relisted = kept.with_shards([shard("shardId-a"), shard("shardId-b"), shard("shardId-c", parent="shardId-a")])
+    assert relisted.shards["shardId-a"].finished  # not back at TRIM_HORIZON
+
+
+def test_an_advance_records_the_first_record_of_its_read():
+    offset = sample().advance("shardId-b", "9" * 22, range_first="9" * 21 + "8")
+    assert offset.shards["shardId-b"].range_first == "9" * 21 + "8"
+    assert StreamOffset.from_json(offset.to_json(), ARN) == offset
+    assert offset.advance("shardId-b", "9" * 23).shards["shardId-b"].range_first is None
 
 
 def test_another_stream_is_refused_with_what_happened_and_the_fix():
