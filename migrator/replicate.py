@@ -102,14 +102,17 @@ class ChangesDataSource(DataSource):
 def feed_option(stream: StreamInfo | KinesisStream, table: str) -> str:
     """What the reader needs to know about the stream, as a data source option (no secrets)."""
     if isinstance(stream, KinesisStream):
-        return json.dumps({"kind": "kinesis", "arn": stream.arn, "table": table, "keyNames": list(stream.key_names), "startAt": stream.start_at})
+        return json.dumps({
+            "kind": "kinesis", "arn": stream.arn, "table": table, "keyNames": list(stream.key_names),
+            "startAt": stream.start_at, "retentionHours": stream.retention_hours,
+        })  # fmt: skip
     return json.dumps({"kind": "dynamodb-streams", "arn": stream.arn, "viewType": stream.view_type, "keyNames": list(stream.key_names)})
 
 
 def _feed(source: ClientSpec, option: str) -> Feed:
     spec = json.loads(option)
     if spec["kind"] == "kinesis":
-        return KinesisFeed(source, spec["arn"], spec["table"], tuple(spec["keyNames"]), spec["startAt"])
+        return KinesisFeed(source, spec["arn"], spec["table"], tuple(spec["keyNames"]), spec["startAt"], spec.get("retentionHours", 24))
     return DynamoDBStreamsFeed(source, spec["arn"], spec["viewType"], tuple(spec["keyNames"]))
 
 
@@ -128,6 +131,7 @@ class ChangesReader(DataSourceStreamReader):
         # shard -> (last sequence number read, the iterator to read on from): one
         # GetShardIterator call less per shard and trigger.
         self._iterators: dict[str, tuple[str | None, str]] = {}
+        self._arrivals: dict[str, float | None] = {}  # shard -> arrival time of the last record read
 
     def _offset(self, document: dict) -> StreamOffset:
         """An offset of the checkpoint; its Kinesis start (fixed on the first run) is the one read from."""
@@ -157,7 +161,10 @@ class ChangesReader(DataSourceStreamReader):
             raise CheckpointError(f"shards {', '.join(lost)} of the checkpoint are gone from the stream before being read to their end")
         current = current.without_trimmed(listed).with_shards(listed)
         for shard in readable_shards(listed, current.finished):
-            after = current.shards[shard.shard_id].sequence_number
+            position = current.shards[shard.shard_id]
+            after = position.sequence_number
+            if after is not None:
+                self._feed.check_retained(shard.shard_id, after, position.at_tip, self._arrivals.get(shard.shard_id))
             read = self._feed.read_new(
                 shard.shard_id, after, RECORDS_PER_SHARD_PER_BATCH, self._iterator_after(shard.shard_id, after)
             )
@@ -166,6 +173,7 @@ class ChangesReader(DataSourceStreamReader):
                 self._iterators[shard.shard_id] = (last, read.next_iterator)
             if read.records:
                 self._cache[(shard.shard_id, after)] = read.records
+                self._arrivals[shard.shard_id] = self._feed.arrival_of(read.records[-1])
                 first, last = (self._feed.sequence_of(read.records[i]) for i in (0, -1))
                 current = current.advance(shard.shard_id, last, range_first=first)
             if read.millis_behind is not None:  # Kinesis: the key state's watermark needs it

@@ -18,6 +18,7 @@ from migrator.errors import CheckpointError
 from migrator.stream.kinesis import epoch_of
 from migrator.items import to_dynamodb_json
 from migrator.run import migrate
+from moto_kinesis_retention import trim_shard
 from sample_data import create_sample_table, make_item, make_items
 from test_replicate_checkpoint import age_checkpoint
 from test_replicate_streams import Writer
@@ -389,3 +390,51 @@ def test_a_lagging_shard_still_drops_a_stale_duplicate_while_another_shard_is_ho
     assert result.replication.batches >= 2
     assert result.replication.dropped["stale"] == 1, result.replication.dropped
     assert by_key(scan_all(dynamodb, target)) == by_key([dict(lagging, note={"S": "newest"}), ahead])
+
+
+def truncate_checkpoint_after(checkpoint: Path, batch: int) -> None:
+    """A crash right after `batch` was committed, before the next one was planned."""
+    for kind in ("offsets", "commits"):
+        for path in (checkpoint / kind).iterdir():
+            number = path.name.lstrip(".").removesuffix(".crc")
+            if number.isdigit() and int(number) > batch:
+                path.unlink()
+
+
+def test_records_trimmed_past_the_checkpoint_of_a_shard_behind_are_not_skipped(
+    dynamodb, kinesis, endpoint_url, table_name, tmp_path, spark
+):
+    source, target = table_name("k-trim"), table_name("k-trim-dst")
+    create_sample_table(dynamodb, source)
+    arn = create_stream(kinesis)
+    name = arn.rpartition("/")[2]
+    (shard,) = kinesis.list_shards(StreamName=name)["Shards"]
+    config = kinesis_config(tmp_path, endpoint_url, source, target, arn, initialTimestamp=iso(time.time() - 5))
+    document = load_config(str(config)).raw
+    document["target"]["skipInitialSnapshotTransfer"] = True
+    config = write_config(tmp_path, document)
+    micros = int(time.time() * 1_000_000)
+    first, lost, last = make_item(1), make_item(2), make_item(3)
+    filler = change_record("another-table", "INSERT", key_of(first), first, micros)
+    records = [
+        change_record(source, "INSERT", key_of(first), first, micros), *[filler] * 999,  # batch 0: 1,000 records
+        change_record(source, "INSERT", key_of(lost), lost, micros + 1), *[filler] * 399,
+        change_record(source, "INSERT", key_of(last), last, micros + 2),
+    ]
+    for start in range(0, len(records), 500):
+        kinesis.put_records(StreamName=name, Records=[{"Data": r, "PartitionKey": "p"} for r in records[start:start + 500]])
+    run(config, spark, lambda summary: summary.records >= len(records))
+    checkpoint = tmp_path / "checkpoint"
+    truncate_checkpoint_after(checkpoint, 0)
+    position = offsets(checkpoint)[-1]["shards"][shard["ShardId"]]
+    assert not position.get("at_tip"), position  # batch 0 left records behind it
+    for item in scan_all(dynamodb, target):
+        dynamodb.delete_item(TableName=target, Key=key_of(item))
+    # The stream's retention overtakes the checkpoint: the unread change of `lost` is trimmed.
+    assert trim_shard(endpoint_url, arn, shard["ShardId"], str(int(position["sequence_number"]) + 2)) == 1001
+    deadline = time.monotonic() + RUN_SECONDS
+
+    with pytest.raises(CheckpointError, match=rf"{shard['ShardId']} after sequence number {position['sequence_number']}, "
+                                              r"not read yet, may have been trimmed"):
+        run(config, spark, lambda summary: summary.records >= 400 or time.monotonic() > deadline)
+    assert scan_all(dynamodb, target) == []  # nothing past the gap was applied
