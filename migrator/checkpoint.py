@@ -144,6 +144,24 @@ class Checkpoint:
                 batches.append(int(name[:-5]))
         return [(batch, self._read(self._child(f"{KEY_STATE_FOLDER}/{batch}.json"))) for batch in sorted(batches)]
 
+    def logged_offset(self, batch_id: int, stream_arn: str) -> str | None:
+        """The stream's end offset of a batch, as JSON, from Spark's offset log (`offsets/<batch>`).
+
+        Spark writes it before the batch runs (a version line, the batch's metadata, then one
+        line per source), so `foreachBatch` can read it, on a replay too.
+        """
+        path = self._child(f"offsets/{batch_id}")
+        if not self._fs.exists(path):
+            return None
+        for line in self._read(path).splitlines()[2:]:
+            try:
+                document = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(document, dict) and document.get("stream_arn") == stream_arn:
+                return line
+        return None
+
     def forget_key_state(self, batch_ids: list[int]) -> None:
         for batch in batch_ids:
             self._fs.delete(self._child(f"{KEY_STATE_FOLDER}/{batch}.json"), False)

@@ -42,7 +42,7 @@ from migrator.spark import leave_ctrl_c_to_the_driver
 from migrator.stream.collapse import collapse, drop_filtered, key_repr
 from migrator.stream.dynamodb_streams import StreamInfo
 from migrator.stream.feeds import DynamoDBStreamsFeed, KinesisFeed
-from migrator.stream.kinesis import KinesisStream
+from migrator.stream.kinesis import KinesisStream, epoch_of
 from migrator.stream.kinesis_records import SkippedRecord
 from migrator.stream.offsets import ShardPosition, StreamOffset
 from migrator.stream import key_state
@@ -82,6 +82,7 @@ class ShardRange:
     until: str
     depth: int
     records: list[dict[str, Any]] | None = field(default=None, compare=False)
+    first: str | None = None  # the first record the range held when it was planned
 
 
 class ChangesDataSource(DataSource):
@@ -101,14 +102,17 @@ class ChangesDataSource(DataSource):
 def feed_option(stream: StreamInfo | KinesisStream, table: str) -> str:
     """What the reader needs to know about the stream, as a data source option (no secrets)."""
     if isinstance(stream, KinesisStream):
-        return json.dumps({"kind": "kinesis", "arn": stream.arn, "table": table, "keyNames": list(stream.key_names), "startAt": stream.start_at})
+        return json.dumps({
+            "kind": "kinesis", "arn": stream.arn, "table": table, "keyNames": list(stream.key_names),
+            "startAt": stream.start_at, "retentionHours": stream.retention_hours,
+        })  # fmt: skip
     return json.dumps({"kind": "dynamodb-streams", "arn": stream.arn, "viewType": stream.view_type, "keyNames": list(stream.key_names)})
 
 
 def _feed(source: ClientSpec, option: str) -> Feed:
     spec = json.loads(option)
     if spec["kind"] == "kinesis":
-        return KinesisFeed(source, spec["arn"], spec["table"], tuple(spec["keyNames"]), spec["startAt"])
+        return KinesisFeed(source, spec["arn"], spec["table"], tuple(spec["keyNames"]), spec["startAt"], spec.get("retentionHours", 24))
     return DynamoDBStreamsFeed(source, spec["arn"], spec["viewType"], tuple(spec["keyNames"]))
 
 
@@ -127,6 +131,7 @@ class ChangesReader(DataSourceStreamReader):
         # shard -> (last sequence number read, the iterator to read on from): one
         # GetShardIterator call less per shard and trigger.
         self._iterators: dict[str, tuple[str | None, str]] = {}
+        self._arrivals: dict[str, float | None] = {}  # shard -> arrival time of the last record read
 
     def _offset(self, document: dict) -> StreamOffset:
         """An offset of the checkpoint; its Kinesis start (fixed on the first run) is the one read from."""
@@ -156,7 +161,10 @@ class ChangesReader(DataSourceStreamReader):
             raise CheckpointError(f"shards {', '.join(lost)} of the checkpoint are gone from the stream before being read to their end")
         current = current.without_trimmed(listed).with_shards(listed)
         for shard in readable_shards(listed, current.finished):
-            after = current.shards[shard.shard_id].sequence_number
+            position = current.shards[shard.shard_id]
+            after = position.sequence_number
+            if after is not None:
+                self._feed.check_retained(shard.shard_id, after, position.at_tip, self._arrivals.get(shard.shard_id))
             read = self._feed.read_new(
                 shard.shard_id, after, RECORDS_PER_SHARD_PER_BATCH, self._iterator_after(shard.shard_id, after)
             )
@@ -165,7 +173,11 @@ class ChangesReader(DataSourceStreamReader):
                 self._iterators[shard.shard_id] = (last, read.next_iterator)
             if read.records:
                 self._cache[(shard.shard_id, after)] = read.records
-                current = current.advance(shard.shard_id, self._feed.sequence_of(read.records[-1]))
+                self._arrivals[shard.shard_id] = self._feed.arrival_of(read.records[-1])
+                first, last = (self._feed.sequence_of(read.records[i]) for i in (0, -1))
+                current = current.advance(shard.shard_id, last, range_first=first)
+            if read.millis_behind is not None:  # Kinesis: the key state's watermark needs it
+                current = current.with_tip(shard.shard_id, read.millis_behind == 0)
             if read.reached_end and shard.closed:
                 current = current.finish(shard.shard_id)
         self._position = current
@@ -193,9 +205,10 @@ class ChangesReader(DataSourceStreamReader):
             cached = self._cache.pop((shard_id, after), None)
             if cached and self._feed.sequence_of(cached[-1]) != position.sequence_number:
                 cached = None
-            ranges.append(
-                InputPartition(ShardRange(self._feed, shard_id, after, position.sequence_number, depths.get(shard_id, 0), cached))
+            planned = ShardRange(
+                self._feed, shard_id, after, position.sequence_number, depths.get(shard_id, 0), cached, position.range_first
             )
+            ranges.append(InputPartition(planned))
         return ranges
 
     def read(self, partition: InputPartition) -> Iterator[tuple]:
@@ -203,6 +216,7 @@ class ChangesReader(DataSourceStreamReader):
         records = planned.records
         if records is None:  # nothing cached (a restart): read the same range again by sequence number
             records = planned.feed.read_range(planned.shard_id, planned.after, planned.until).records
+            _check_nothing_trimmed(planned, records)
         for record in records:
             try:
                 change = planned.feed.to_change(record, planned.shard_id, planned.depth)
@@ -213,6 +227,21 @@ class ChangesReader(DataSourceStreamReader):
 
     def commit(self, end: dict) -> None:
         """Nothing to do: Spark's checkpoint holds the offsets."""
+
+
+def _check_nothing_trimmed(planned: ShardRange, records: list[dict[str, Any]]) -> None:
+    """A range read again must start with the record it started with when planned.
+
+    Records trimmed since are not always an error of the API: TRIM_HORIZON (a shard's first range)
+    and Kinesis start silently at the oldest record kept.
+    """
+    found = planned.feed.sequence_of(records[0]) if records else None
+    if planned.first is not None and found != planned.first:
+        where = f"after sequence number {planned.after}" if planned.after else "from its start"
+        raise CheckpointError(
+            f"records of shard {planned.shard_id} {where} were trimmed before the batch that read them was "
+            f"applied (the range began at {planned.first}; the stream now starts it at {found or 'nothing'})"
+        )
 
 
 def _to_row(change: ChangeRecord) -> tuple:
@@ -281,10 +310,13 @@ class ApplyOutcome:
     first_skipped: str | None = None  # why the first record that is no change was skipped
 
 
-def newest_orders(rows: Iterator[Any]) -> Iterator[tuple[str, tuple]]:
-    """Each key's newest change order in this partition (Kinesis: checked against the key state)."""
-    pairs = ((row["key"], _order(row)) for row in rows if row["operation"] != SKIPPED)
-    yield from key_state.newest_per_key(pairs).items()
+def newest_orders(rows: Iterator[Any]) -> Iterator[tuple[str, tuple, str]]:
+    """Each key's newest change order in this partition (a shard's range), with the shard's id
+    (Kinesis: checked against the key state)."""
+    changes = [row for row in rows if row["operation"] != SKIPPED]
+    shard_of = {row["key"]: row["shard_id"] for row in changes}
+    for key, order in key_state.newest_per_key((row["key"], _order(row)) for row in changes).items():
+        yield key, order, shard_of[key]
 
 
 def apply_partition(task: ApplyTask, rows: Iterator[Any]) -> Iterator[ApplyOutcome]:
@@ -427,13 +459,14 @@ def replicate(
         .option("feed", feed_option(stream, live.table))
         .load()
     )
-    keeper = _KeyStateKeeper(alive) if isinstance(stream, KinesisStream) else None
+    keeper = _KeyStateKeeper(alive, stream) if isinstance(stream, KinesisStream) else None
     failures: list[MigratorError] = []
 
     def apply_batch(batch: DataFrame, batch_id: int) -> None:
         try:
             spark.sparkContext.setJobDescription(f"replicate {live.table} → {config.target.table}: batch {batch_id}")
-            newest = key_state.newest_per_key(batch.rdd.mapPartitions(newest_orders).collect()) if keeper is not None else {}
+            orders = batch.rdd.mapPartitions(newest_orders).collect() if keeper is not None else []
+            newest = key_state.newest_per_key((key, order) for key, order, _ in orders)
             batch_task = replace(task, stale_keys=keeper.stale_keys(batch_id, newest)) if keeper is not None else task
             # A partition per shard, applied where it was read: no shuffle. All the changes of
             # one key in a batch are in one shard: siblings of a split hold disjoint keys, and
@@ -443,7 +476,7 @@ def replicate(
             if failed:
                 raise failed[0]
             if keeper is not None:  # before Spark commits the batch: a crash now replays it
-                keeper.applied(batch_id, {k: o for k, o in newest.items() if k not in batch_task.stale_keys})
+                keeper.applied(batch_id, {k: o for k, o in newest.items() if k not in batch_task.stale_keys}, orders)
             _record(summary, metrics, batch_id, outcomes)
         except Exception as exc:
             log.debug("batch %d failed", batch_id, exc_info=True)  # the whole trace, for a bug report
@@ -550,24 +583,38 @@ class _KeyStateKeeper:
     """Kinesis: each key's last applied change (`migrator.stream.key_state`), kept with the checkpoint.
 
     Loaded on the first batch of a run from the files of the batches before it, so a batch
-    replayed after a crash sees the state it saw the first time.
+    replayed after a crash sees the state it saw the first time. Which shards are still behind
+    the stream's tip comes from the batch's end offset, as Spark logged it in the checkpoint.
     """
 
-    def __init__(self, checkpoint: Checkpoint):
+    def __init__(self, checkpoint: Checkpoint, stream: KinesisStream):
         self._checkpoint = checkpoint
+        self._stream = stream
         self._state: key_state.KeyState | None = None
 
     def stale_keys(self, batch_id: int, newest: dict[str, tuple]) -> frozenset[str]:
         if self._state is None:
             self._state = key_state.KeyState()
             for batch, text in self._checkpoint.load_key_state(before_batch=batch_id):
-                self._state.record(batch, key_state.from_json(text))
+                self._state.load(batch, text)
         return frozenset(self._state.stale_keys(newest.items()))
 
-    def applied(self, batch_id: int, applied: dict[str, tuple]) -> None:
-        if applied:
-            self._checkpoint.save_key_state(batch_id, key_state.to_json(applied))
-        self._checkpoint.forget_key_state(self._state.record(batch_id, applied))
+    def applied(self, batch_id: int, applied: dict[str, tuple], orders: list[tuple[str, tuple, str]]) -> None:
+        shards_read: dict[str, int] = {}
+        for _, order, shard in orders:
+            shards_read[shard] = max(order[0], shards_read.get(shard, 0))
+        if applied or shards_read:
+            self._checkpoint.save_key_state(batch_id, key_state.to_json(applied, shards_read))
+        end = self._end_offset(batch_id)
+        floor = int(epoch_of(end.start_at or self._stream.start_at) * 1_000_000)
+        self._checkpoint.forget_key_state(self._state.record(batch_id, applied, shards_read, end.behind, floor))
+
+    def _end_offset(self, batch_id: int) -> StreamOffset:
+        """The batch's end offset from Spark's offset log (written before the batch runs)."""
+        text = self._checkpoint.logged_offset(batch_id, self._stream.arn)
+        if text is None:
+            raise CheckpointError(f"the offset of batch {batch_id} is missing from Spark's offset log", self._checkpoint.where)
+        return StreamOffset.from_json(text, self._stream.arn)
 
 
 def _record(summary: ReplicationSummary, metrics: ReplicationMetrics, batch_id: int, outcomes: list[ApplyOutcome]) -> None:

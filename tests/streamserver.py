@@ -42,6 +42,9 @@ takes the one that is harder on a client):
   the last dropped record is fine. TRIM_HORIZON starts after the dropped records.
 - ``remove_shard(shard)`` is the 24 h expiry: DescribeStream no longer lists it (children keep
   their ParentShardId), GetShardIterator and GetRecords get ResourceNotFoundException.
+- ``unlist_next(shard, listings=1)``: the next ``listings`` DescribeStream answers leave the shard
+  out, later ones list it again (a listing is not a consistent snapshot while shards expire);
+  it can still be read meanwhile.
 - ``expire_iterators(shard=None)`` invalidates every iterator issued so far (or issued for one
   shard): GetRecords gets ExpiredIteratorException. ``iterator_ttl`` expires them by age (AWS:
   900 s). An injected ExpiredIteratorException also expires the iterator it was given.
@@ -199,6 +202,7 @@ class ScriptedStreamServer(LoopbackService):
         self._faults: dict[str | None, collections.deque[_Fault]] = collections.defaultdict(collections.deque)
         self._reads: dict[str, collections.deque[float]] = collections.defaultdict(collections.deque)
         self._hooks: list[Callable[[str, dict], None]] = []
+        self._unlisted: collections.Counter[str] = collections.Counter()  # shard -> listings left out of
         self.errors: list[Exception] = []  # unexpected exceptions (hooks, bugs), answered with HTTP 500
         self._calls: list[tuple[str, dict]] = []
         self._counts: collections.Counter[str] = collections.Counter()
@@ -260,6 +264,17 @@ class ScriptedStreamServer(LoopbackService):
         """The 24 h expiry: unlisted, and ResourceNotFoundException for iterators and reads."""
         with self._lock:
             self._live_shard(shard_id).removed = True
+
+    def unlist_next(self, shard_id: str, listings: int = 1) -> None:
+        """Leave the shard out of the next `listings` DescribeStream answers; later ones list it again."""
+        with self._lock:
+            self._live_shard(shard_id)
+            self._unlisted[shard_id] += listings
+
+    def unlisting(self, shard_id: str) -> int:
+        """How many more DescribeStream answers will leave the shard out."""
+        with self._lock:
+            return self._unlisted[shard_id]
 
     def put(
         self,
@@ -537,7 +552,10 @@ class ScriptedStreamServer(LoopbackService):
             if index is None:
                 raise StreamApiError("ValidationException", f"ExclusiveStartShardId {start}: no such shard")
             ordered = ordered[index + 1 :]
-        shards = [s for s in ordered if not s.removed]
+        shards = [s for s in ordered if not s.removed and not self._unlisted[s.shard_id]]
+        if start is None:  # one answer of a listing (its first page) uses up one unlisting
+            for shard_id in [shard_id for shard_id, left in self._unlisted.items() if left]:
+                self._unlisted[shard_id] -= 1
         shard_filter = request.get("ShardFilter")
         if shard_filter:
             if shard_filter.get("Type") != "CHILD_SHARDS" or not shard_filter.get("ShardId"):

@@ -35,6 +35,13 @@ class DynamoDBStreamsFeed:
     def _client(self):
         return aws.client(self.source, "dynamodbstreams")
 
+    def check_retained(self, shard_id: str, after: str, at_tip: bool, last_arrival: float | None) -> None:
+        """Nothing to check: reading after a trimmed record raises TrimmedDataAccessException."""
+
+    @staticmethod
+    def arrival_of(record: dict[str, Any]) -> float | None:
+        return None
+
     def list_shards(self) -> list[Shard]:
         return dynamodb_streams.list_shards(self._client(), self.arn)
 
@@ -62,9 +69,17 @@ class KinesisFeed:
     table: str
     key_names: tuple[str, ...]
     start_at: str
+    retention_hours: int = 24
 
     def _client(self):
         return aws.client(self.source, "kinesis")
+
+    def check_retained(self, shard_id: str, after: str, at_tip: bool, last_arrival: float | None) -> None:
+        """CheckpointError when records after `after` may have been trimmed (Kinesis would skip them silently)."""
+        if kinesis.needs_trim_check(at_tip, last_arrival, self.retention_hours):
+            kinesis.check_retained(self._client(), self.arn, shard_id, after, self.retention_hours)
+
+    arrival_of = staticmethod(kinesis.arrival_of)
 
     def list_shards(self) -> list[Shard]:
         return kinesis.list_shards(self._client(), self.arn)

@@ -12,7 +12,10 @@ spaced 200 ms apart and ProvisionedThroughputExceededException backs off.
 Kinesis keeps records for its retention period (24 hours to 365 days) and, unlike DynamoDB
 Streams, does not say when a position has been trimmed: an iterator after a trimmed record
 starts at the oldest record kept. So the age of the replay start and of the checkpoint is
-checked against the retention instead (`start_is_retained`, `migrator.checkpoint`).
+checked against the retention (`start_is_retained`, `migrator.checkpoint`), and a shard read
+behind the stream's tip is checked against its trim horizon (`check_retained`) when a run
+resumes it and, while running, once the last record read from it nears the retention's age
+(`needs_trim_check`).
 """
 
 from __future__ import annotations
@@ -40,6 +43,9 @@ MAX_RECORDS_PER_CALL = 10_000
 # DynamoDB Streams path refuses one older than 18 of 24 hours: catching up after a long stop
 # takes time too, and Kinesis goes on trimming meanwhile.
 RETENTION_MARGIN_SECONDS = 6 * 3600  # as migrator.checkpoint's
+# Records are trimmed once older than the retention, never sooner; the guard covers the skew
+# between the driver's clock and the arrival times Kinesis stamps.
+TRIM_GUARD_SECONDS = 600
 
 
 @dataclass(frozen=True)
@@ -157,6 +163,47 @@ def check_start_is_retained(start_at: str, hours: int, now: float | None = None)
             f"{hours} h (the limit, leaving 6 h to catch up, is {limit / 3600:.0f} h): changes made after "
             "that instant may be gone"
         )
+
+
+def needs_trim_check(at_tip: bool, last_arrival: float | None, hours: int, now: float | None = None) -> bool:
+    """Whether records after a shard's position may have been trimmed, so its horizon must be checked.
+
+    A shard last read at the stream's tip receives only records that arrive later, inside the
+    retention. Behind the tip, what follows the last record read arrived after it: nothing is
+    trimmed while that record is younger than the retention. Its arrival is unknown when a run
+    resumes the shard (None): check then.
+    """
+    if at_tip:
+        return False
+    if last_arrival is None:
+        return True
+    now = now if now is not None else time.time()
+    return now - last_arrival > hours * 3600 - TRIM_GUARD_SECONDS
+
+
+def check_retained(kinesis: Any, stream_arn: str, shard_id: str, after: str, hours: int) -> None:
+    """Raise CheckpointError when the shard's oldest kept record is past `after` (or none is kept).
+
+    Reading on after `after` would silently start at that record: the ones in between, unread,
+    may have been trimmed.
+    """
+    request = {"StreamARN": stream_arn, "ShardId": shard_id, "ShardIteratorType": "TRIM_HORIZON"}
+    with translated("getting the trim horizon of", f"Kinesis shard {shard_id}"):
+        iterator = kinesis.get_shard_iterator(**request).get("ShardIterator")
+        records = kinesis.get_records(ShardIterator=iterator, Limit=1, StreamARN=stream_arn).get("Records", []) if iterator else []
+    oldest = records[0]["SequenceNumber"] if records else None
+    if oldest is None or int(oldest) > int(after):
+        kept = f"its oldest record is now {oldest}" if oldest else "it holds no record any more"
+        raise errors.CheckpointError(
+            f"records of Kinesis shard {shard_id} after sequence number {after}, not read yet, may have been "
+            f"trimmed: {kept} (the stream keeps records {hours} h and reading fell that far behind)"
+        )
+
+
+def arrival_of(record: dict[str, Any]) -> float | None:
+    """When Kinesis received the record (epoch seconds), as GetRecords stamps it."""
+    arrival = record.get("ApproximateArrivalTimestamp")
+    return arrival.timestamp() if isinstance(arrival, datetime) else None
 
 
 def list_shards(kinesis: Any, stream_arn: str) -> list[Shard]:

@@ -29,11 +29,17 @@ class ShardPosition:
 
     `sequence_number` is the last applied record's, so reading resumes AFTER_SEQUENCE_NUMBER;
     None means nothing was applied yet and reading starts at TRIM_HORIZON. A finished shard
-    is closed and read to its end.
+    is closed and read to its end. `at_tip` (Kinesis): the last read reached the stream's tip
+    (MillisBehindLatest 0), so the shard delivers only changes made after that read.
+    `range_first` is the first record of the read that ended at `sequence_number`: a batch
+    replayed after a restart reads its range again and must find that record first, or records
+    were trimmed in between (neither TRIM_HORIZON nor Kinesis says so).
     """
 
     sequence_number: str | None = None
     finished: bool = False
+    at_tip: bool = False
+    range_first: str | None = None
 
 
 @dataclass(frozen=True)
@@ -65,8 +71,9 @@ class StreamOffset:
             return self
         return replace(self, shards={**self.shards, **new})
 
-    def advance(self, shard_id: str, sequence_number: str) -> "StreamOffset":
-        """Record `sequence_number` as the shard's last applied record; it never moves back."""
+    def advance(self, shard_id: str, sequence_number: str, range_first: str | None = None) -> "StreamOffset":
+        """Record `sequence_number` as the shard's last applied record (read from `range_first` on);
+        it never moves back."""
         position = self._position(shard_id)
         if position.finished:
             raise ValueError(f"shard {shard_id} is finished; it cannot advance to {sequence_number}")
@@ -74,7 +81,22 @@ class StreamOffset:
             raise ValueError(
                 f"shard {shard_id} cannot move back from {position.sequence_number} to {sequence_number}"
             )
-        return replace(self, shards={**self.shards, shard_id: replace(position, sequence_number=sequence_number)})
+        moved = replace(position, sequence_number=sequence_number, range_first=range_first)
+        return replace(self, shards={**self.shards, shard_id: moved})
+
+    def with_tip(self, shard_id: str, at_tip: bool) -> "StreamOffset":
+        """Record whether the shard's last read reached the stream's tip."""
+        position = self._position(shard_id)
+        if position.at_tip == at_tip:
+            return self
+        return replace(self, shards={**self.shards, shard_id: replace(position, at_tip=at_tip)})
+
+    @property
+    def behind(self) -> frozenset[str]:
+        """Ids of the shards that may still deliver older records: neither finished nor at the tip."""
+        return frozenset(
+            shard_id for shard_id, position in self.shards.items() if not position.finished and not position.at_tip
+        )
 
     def finish(self, shard_id: str) -> "StreamOffset":
         """Mark the shard read to its end (a closed shard whose iterator ran out)."""
@@ -98,22 +120,25 @@ class StreamOffset:
     def without_trimmed(self, listed: Iterable[Shard]) -> "StreamOffset":
         """Drop finished shards the stream no longer lists, so the offset does not grow forever.
 
-        Safe because `readable_shards` treats a parent that is not listed as consumed.
+        Safe because `readable_shards` treats a parent that is not listed as consumed. A finished
+        shard that a listed shard still names as its parent is kept: a listing is no consistent
+        snapshot while shards expire, and a parent left out of one listing and listed again must
+        not come back as unread (it would be read again from its start, holding its children back
+        and putting its old images over their newer ones).
         """
+        listed = list(listed)
         listed_ids = {shard.shard_id for shard in listed}
+        parents = {parent for shard in listed for parent in shard.parent_ids}
         kept = {
             shard_id: position for shard_id, position in self.shards.items()
-            if not position.finished or shard_id in listed_ids
+            if not position.finished or shard_id in listed_ids or shard_id in parents
         }
         return self if len(kept) == len(self.shards) else replace(self, shards=kept)
 
     def to_dict(self) -> dict[str, Any]:
         """The offset as the JSON-ready dict Spark's Python data source API passes around."""
         document = {
-            "shards": {
-                shard_id: {"finished": position.finished, "sequence_number": position.sequence_number}
-                for shard_id, position in self.shards.items()
-            },
+            "shards": {shard_id: _position_dict(position) for shard_id, position in self.shards.items()},
             "stream_arn": self.stream_arn,
             "version": self.version,
         }
@@ -147,7 +172,10 @@ class StreamOffset:
             )
         try:
             shards = {
-                str(shard_id): ShardPosition(_sequence_or_none(raw["sequence_number"]), _strict_bool(raw["finished"]))
+                str(shard_id): ShardPosition(
+                    _sequence_or_none(raw["sequence_number"]), _strict_bool(raw["finished"]),
+                    _strict_bool(raw.get("at_tip", False)), _sequence_or_none(raw.get("range_first")),
+                )  # fmt: skip
                 for shard_id, raw in raw_shards.items()
             }
         except (AttributeError, KeyError, TypeError, ValueError):
@@ -171,6 +199,15 @@ class StreamOffset:
             return self.shards[shard_id]
         except KeyError:
             raise ValueError(f"shard {shard_id} is not in the offset; add it with with_shards first") from None
+
+
+def _position_dict(position: ShardPosition) -> dict[str, Any]:
+    document: dict[str, Any] = {"finished": position.finished, "sequence_number": position.sequence_number}
+    if position.at_tip:  # only Kinesis reads set it: DynamoDB Streams offsets keep their old form
+        document["at_tip"] = True
+    if position.range_first is not None:
+        document["range_first"] = position.range_first
+    return document
 
 
 def _sequence_or_none(value: Any) -> str | None:

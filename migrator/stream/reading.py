@@ -30,6 +30,7 @@ class ShardRead:
     records: list[dict[str, Any]]
     reached_end: bool
     next_iterator: str | None = None  # where the next read of this shard can go on from
+    millis_behind: int | None = None  # Kinesis: the last page's MillisBehindLatest (0: at the stream's tip)
 
 
 def read_pages(
@@ -57,6 +58,7 @@ def read_pages(
     records: list[dict[str, Any]] = []
     iterator = iterator or api.iterator(shard_id, after)
     calls = 0
+    millis_behind = None
     while iterator and calls < max_calls and len(records) < max_records:
         if calls and pause is not None:
             pause()
@@ -73,6 +75,7 @@ def read_pages(
         if until is not None and records and sequence_of(records[-1]) == until:
             return ShardRead(records, reached_end=False)
         iterator = response.get("NextShardIterator")
+        millis_behind = response.get("MillisBehindLatest")
         if until is None:
             break  # what is there now; the next trigger reads on
-    return ShardRead(records, reached_end=iterator is None, next_iterator=iterator)
+    return ShardRead(records, reached_end=iterator is None, next_iterator=iterator, millis_behind=millis_behind)

@@ -18,6 +18,7 @@ from migrator.errors import CheckpointError
 from migrator.stream.kinesis import epoch_of
 from migrator.items import to_dynamodb_json
 from migrator.run import migrate
+from moto_kinesis_retention import trim_shard
 from sample_data import create_sample_table, make_item, make_items
 from test_replicate_checkpoint import age_checkpoint
 from test_replicate_streams import Writer
@@ -346,3 +347,101 @@ def test_a_checkpoint_is_judged_by_the_kinesis_streams_own_retention(
     age_checkpoint(checkpoint, hours=43)
     with pytest.raises(CheckpointError, match=r"43.0 h ago \(the limit is 42 h\): the Kinesis stream keeps records 48 h"):
         run(config, spark, lambda summary: True)
+
+
+def test_a_lagging_shard_still_drops_a_stale_duplicate_while_another_shard_is_hours_ahead(
+    dynamodb, kinesis, endpoint_url, table_name, tmp_path, spark
+):
+    # Catching up after a long snapshot: shard A holds changes from five hours ago and more of
+    # them than one batch reads; shard B holds a change from now. A's stale duplicate of a key
+    # comes in A's second batch, after B's newer change was applied.
+    source, target = table_name("k-lag"), table_name("k-lag-dst")
+    create_sample_table(dynamodb, source)
+    arn = create_stream(kinesis, shards=2)
+    name = arn.rpartition("/")[2]
+    shard_a, shard_b = sorted(kinesis.list_shards(StreamName=name)["Shards"], key=lambda s: int(s["HashKeyRange"]["StartingHashKey"]))
+    config = kinesis_config(tmp_path, endpoint_url, source, target, arn, initialTimestamp=iso(time.time() - 5))
+    document = load_config(str(config)).raw
+    document["target"]["skipInitialSnapshotTransfer"] = True
+    config = write_config(tmp_path, document)
+    lagging, ahead = make_item(1), make_item(2)
+    five_hours_ago = int((time.time() - 5 * 3600) * 1_000_000)
+    fillers = [change_record("another-table", "INSERT", key_of(ahead), ahead, five_hours_ago + 10) for _ in range(1500)]
+    on_a = [
+        change_record(source, "INSERT", key_of(lagging), dict(lagging, note={"S": "newest"}), five_hours_ago + 2),
+        *fillers,  # more than one batch reads from a shard: A stays behind the stream's tip
+        change_record(source, "MODIFY", key_of(lagging), dict(lagging, note={"S": "stale"}), five_hours_ago + 1),
+    ]
+    for first in range(0, len(on_a), 500):
+        kinesis.put_records(StreamName=name, Records=[
+            {"Data": data, "PartitionKey": "a", "ExplicitHashKey": shard_a["HashKeyRange"]["StartingHashKey"]}
+            for data in on_a[first:first + 500]
+        ])  # fmt: skip
+    now = int(time.time() * 1_000_000)
+    kinesis.put_record(StreamName=name, Data=change_record(source, "INSERT", key_of(ahead), ahead, now),
+                       PartitionKey="b", ExplicitHashKey=shard_b["HashKeyRange"]["StartingHashKey"])  # fmt: skip
+    deadline = time.monotonic() + RUN_SECONDS
+
+    def should_stop(summary) -> bool:
+        assert time.monotonic() < deadline, f"not done in {RUN_SECONDS} s: {summary}"
+        return summary.records >= len(on_a) + 1
+
+    result = run(config, spark, should_stop)
+    assert result.replication.batches >= 2
+    assert result.replication.dropped["stale"] == 1, result.replication.dropped
+    assert by_key(scan_all(dynamodb, target)) == by_key([dict(lagging, note={"S": "newest"}), ahead])
+
+
+def truncate_checkpoint_after(checkpoint: Path, batch: int) -> None:
+    """A crash right after `batch` was committed, before the next one was planned."""
+    for kind in ("offsets", "commits"):
+        for path in (checkpoint / kind).iterdir():
+            number = path.name.lstrip(".").removesuffix(".crc")
+            if number.isdigit() and int(number) > batch:
+                path.unlink()
+
+
+@pytest.mark.parametrize("stopped", ["after-batch-0", "in-batch-1"])
+def test_records_trimmed_past_the_checkpoint_of_a_shard_behind_are_not_skipped(
+    dynamodb, kinesis, endpoint_url, table_name, tmp_path, spark, stopped
+):
+    """Kinesis reads on from the oldest record kept, silently. Resumed after batch 0 (its read
+    left records behind), the shard's trim horizon is checked; stopped in batch 1 (applied, not
+    committed), the replayed range must start with the record it started with."""
+    source, target = table_name("k-trim"), table_name("k-trim-dst")
+    create_sample_table(dynamodb, source)
+    arn = create_stream(kinesis)
+    name = arn.rpartition("/")[2]
+    (shard,) = kinesis.list_shards(StreamName=name)["Shards"]
+    config = kinesis_config(tmp_path, endpoint_url, source, target, arn, initialTimestamp=iso(time.time() - 5))
+    document = load_config(str(config)).raw
+    document["target"]["skipInitialSnapshotTransfer"] = True
+    config = write_config(tmp_path, document)
+    micros = int(time.time() * 1_000_000)
+    first, lost, last = make_item(1), make_item(2), make_item(3)
+    filler = change_record("another-table", "INSERT", key_of(first), first, micros)
+    records = [
+        change_record(source, "INSERT", key_of(first), first, micros), *[filler] * 999,  # batch 0: 1,000 records
+        change_record(source, "INSERT", key_of(lost), lost, micros + 1), *[filler] * 399,
+        change_record(source, "INSERT", key_of(last), last, micros + 2),
+    ]
+    for start in range(0, len(records), 500):
+        kinesis.put_records(StreamName=name, Records=[{"Data": r, "PartitionKey": "p"} for r in records[start:start + 500]])
+    run(config, spark, lambda summary: summary.records >= len(records))
+    checkpoint = tmp_path / "checkpoint"
+    truncate_checkpoint_after(checkpoint, 0 if stopped == "after-batch-0" else 1)
+    position = offsets(checkpoint)[0]["shards"][shard["ShardId"]]
+    assert not position.get("at_tip"), position  # batch 0 left records behind it
+    if stopped == "in-batch-1":
+        (checkpoint / "commits" / "1").unlink()
+        (checkpoint / "commits" / ".1.crc").unlink(missing_ok=True)
+        assert offsets(checkpoint)[1]["shards"][shard["ShardId"]]["range_first"] == str(int(position["sequence_number"]) + 1)
+    for item in scan_all(dynamodb, target):
+        dynamodb.delete_item(TableName=target, Key=key_of(item))
+    # The stream's retention overtakes the checkpoint: the unread change of `lost` is trimmed.
+    assert trim_shard(endpoint_url, arn, shard["ShardId"], str(int(position["sequence_number"]) + 2)) == 1001
+    deadline = time.monotonic() + RUN_SECONDS
+
+    with pytest.raises(CheckpointError, match=rf"{shard['ShardId']} after sequence number {position['sequence_number']}\b.* trimmed"):
+        run(config, spark, lambda summary: summary.records >= 400 or time.monotonic() > deadline)
+    assert scan_all(dynamodb, target) == []  # nothing past the gap was applied

@@ -493,6 +493,63 @@ def test_closed_shard_trimmed_to_its_end_past_the_checkpoint_is_not_skipped(make
     assert "invalidCheckpointBehavior: restart" in str(error)
 
 
+def test_a_replayed_batch_from_trim_horizon_whose_first_records_were_trimmed_fails(make_server, replication):
+    """The first batch read a shard from TRIM_HORIZON and was not committed; its first record was
+    trimmed before the replay. TRIM_HORIZON now starts after it, with no TrimmedDataAccessException
+    (only AFTER_SEQUENCE_NUMBER raises one): the replay must notice and stop."""
+    server = make_server()
+    script = Script(server)
+    server.add_shard(A)
+    lost = script.put(A, "k1")
+    keep = script.put(A, "k2")
+    script.put(A, "k3")
+    run = replication(server)
+    run.run_until(script.expected)
+    assert sorted(p.name for p in (run.checkpoint / "offsets").iterdir() if p.name.isdigit()) == ["0"]
+    assert _shard_sequence(run.checkpoint / "offsets" / "0", A) is not None
+    (run.checkpoint / "commits" / "0").unlink()  # a crash after applying batch 0, before Spark committed it
+    (run.checkpoint / "commits" / ".0.crc").unlink(missing_ok=True)
+    run.clear_target()
+    assert server.trim(A, keep) == 1 and int(lost) < int(keep)
+
+    error = run.run_expecting_failure(seconds=25)
+
+    assert error is not None, f"the replay skipped the trimmed record; target: {_show(run.state())}"
+    assert run.state() == {}, f"applied a batch whose first record was trimmed: {_show(run.state())}"
+    assert "trimmed" in str(error) and A in str(error), str(error)
+    assert isinstance(error, CheckpointError), f"replicate raised {type(error).__name__}, not a CheckpointError: {error}"
+
+
+def test_a_finished_parent_left_out_of_one_listing_is_not_read_again(make_server, replication):
+    """DescribeStream leaves a finished parent out once, then lists it again: read again from its
+    start it would hold its child back and put its old images over the child's newer ones."""
+    server = make_server()
+    script = Script(server)
+    server.add_shard(A)
+    script.put(A, "k1")
+    server.split(A, [B])
+    script.put(B, "k1")
+    first = script.expected()
+    phase = {"unlisted": False, "written": False}
+
+    def write_once_listed_again(operation: str, request: dict) -> None:
+        if operation == "DescribeStream" and phase["unlisted"] and not server.unlisting(A) and not phase["written"]:
+            phase["written"] = True
+            script.put(B, "k2")
+
+    def on_poll(target: dict) -> None:
+        if not phase["unlisted"] and target == first and committed(run.checkpoint):
+            server.unlist_next(A)  # A and B are read: A is finished
+            phase["unlisted"] = True
+
+    server.add_hook(write_once_listed_again)
+    run = replication(server)
+    run.run(lambda t: phase["written"] and t == script.expected() and committed(run.checkpoint), on_poll=on_poll)
+    run.assert_versions_never_went_back()
+    reads_of_a = [r for r in iterator_requests(server, A)]
+    assert len(reads_of_a) == 1, f"{A} was read again after it was finished: {reads_of_a}"
+
+
 # ---- 6. a checkpointed shard that is gone ----
 
 

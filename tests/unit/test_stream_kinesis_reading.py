@@ -142,3 +142,36 @@ def test_a_destination_that_fails_to_enable_says_what_to_check():
     client = ScriptedDynamoDB([], [destination("ENABLE_FAILED")])
     with pytest.raises(kinesis.errors.SourceError, match="ENABLE_FAILED.*KMS"):
         kinesis.ensure_destination(client, "Orders", ARN)
+
+
+HOUR = 3600.0
+
+
+def test_a_shard_behind_the_tip_is_checked_on_resume_and_near_the_retention_only():
+    now = 1_000_000.0
+    assert kinesis.needs_trim_check(at_tip=False, last_arrival=None, hours=24, now=now)  # resuming it
+    assert not kinesis.needs_trim_check(at_tip=True, last_arrival=None, hours=24, now=now)  # only newer records follow
+    assert not kinesis.needs_trim_check(at_tip=False, last_arrival=now - 20 * HOUR, hours=24, now=now)
+    assert kinesis.needs_trim_check(at_tip=False, last_arrival=now - 24 * HOUR + 60, hours=24, now=now)  # within the guard
+    assert kinesis.needs_trim_check(at_tip=False, last_arrival=now - 30 * HOUR, hours=24, now=now)
+
+
+def test_records_trimmed_past_the_position_stop_with_the_shard_and_the_retention():
+    client = ScriptedKinesis([{"Records": [record(120)], "NextShardIterator": "next"}])
+    with pytest.raises(CheckpointError, match=r"shard-0 after sequence number 100, not read yet, may have been trimmed: "
+                                              r"its oldest record is now 120 \(the stream keeps records 24 h"):
+        kinesis.check_retained(client, ARN, "shard-0", "100", 24)
+    iterator = client.calls[0][1]
+    assert iterator["ShardIteratorType"] == "TRIM_HORIZON" and client.calls[1][1]["Limit"] == 1
+
+
+@pytest.mark.parametrize("oldest", [99, 100], ids=["before", "at"])
+def test_a_position_still_kept_passes(oldest):
+    client = ScriptedKinesis([{"Records": [record(oldest)], "NextShardIterator": "next"}])
+    kinesis.check_retained(client, ARN, "shard-0", "100", 24)
+
+
+def test_a_shard_that_holds_nothing_any_more_was_trimmed_past_the_position():
+    client = ScriptedKinesis([{"Records": [], "NextShardIterator": "next"}])
+    with pytest.raises(CheckpointError, match="it holds no record any more"):
+        kinesis.check_retained(client, ARN, "shard-0", "100", 24)

@@ -113,9 +113,25 @@ def test_lost_and_trimmed_shards():
     listed = [shard("shardId-c", parent="shardId-a")]
     assert offset.lost_shards(listed) == ["shardId-b"]
     assert offset.lost_shards([shard("shardId-a"), shard("shardId-b"), shard("shardId-c")]) == []
-    pruned = offset.without_trimmed(listed)
+    # a finished shard that no listed shard names as its parent is gone for good: dropped
+    pruned = offset.without_trimmed([shard("shardId-c", parent="shardId-z")])
     assert list(pruned.shards) == ["shardId-b", "shardId-c"]
     assert offset.without_trimmed([shard("shardId-a")]) == offset
+
+
+def test_a_finished_parent_left_out_of_a_listing_stays_finished_while_its_child_is_listed():
+    offset = sample()  # a finished, c its child
+    kept = offset.without_trimmed([shard("shardId-b"), shard("shardId-c", parent="shardId-a")])
+    assert kept.shards["shardId-a"].finished
+    relisted = kept.with_shards([shard("shardId-a"), shard("shardId-b"), shard("shardId-c", parent="shardId-a")])
+    assert relisted.shards["shardId-a"].finished  # not back at TRIM_HORIZON
+
+
+def test_an_advance_records_the_first_record_of_its_read():
+    offset = sample().advance("shardId-b", "9" * 22, range_first="9" * 21 + "8")
+    assert offset.shards["shardId-b"].range_first == "9" * 21 + "8"
+    assert StreamOffset.from_json(offset.to_json(), ARN) == offset
+    assert offset.advance("shardId-b", "9" * 23).shards["shardId-b"].range_first is None
 
 
 def test_another_stream_is_refused_with_what_happened_and_the_fix():
@@ -168,3 +184,12 @@ def test_a_kinesis_offset_keeps_its_start_and_a_dynamodb_streams_offset_has_none
     assert document["start_at"] == "2026-11-29T10:00:00.000001+00:00"
     assert StreamOffset.from_dict(document, "arn:k") == offset
     assert "start_at" not in StreamOffset.empty("arn:d").to_dict()  # DynamoDB Streams offsets keep their form
+
+
+def test_a_shard_at_the_tip_is_not_behind_and_the_flag_round_trips_only_when_set():
+    offset = sample().with_tip("shardId-b", True)
+    assert offset.shards["shardId-b"] == ShardPosition(SEQ_21, False, True)
+    assert offset.behind == frozenset({"shardId-c"})  # a is finished, b at the tip
+    assert StreamOffset.from_json(offset.to_json(), ARN) == offset
+    assert '"at_tip":true' in offset.to_json() and sample().to_json().count("at_tip") == 0
+    assert offset.with_tip("shardId-b", True) is offset

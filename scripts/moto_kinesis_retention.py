@@ -1,0 +1,94 @@
+"""Emulator extension: a Kinesis shard's trim horizon, and MillisBehindLatest as AWS reports it.
+
+1. Trimming. AWS drops a shard's records once they are older than the stream's retention (24
+   hours to a year); moto never drops any. A test cannot wait that long, so this adds one
+   test-only action, ``EmulatorTrimShard`` (no AWS API has it), that drops a shard's oldest
+   records at once, as the retention would:
+
+       POST / with X-Amz-Target: Kinesis_20131202.EmulatorTrimShard
+       {"StreamARN" or "StreamName", "ShardId", "BeforeSequenceNumber": "<n>"}
+       -> {"TrimmedRecords": <how many were dropped>}
+
+   After it, reads behave as on AWS, which does not say that a position was trimmed: an
+   AFTER_SEQUENCE_NUMBER or AT_SEQUENCE_NUMBER iterator at a dropped record, TRIM_HORIZON, and
+   AT_TIMESTAMP before the oldest kept record all start at the oldest record kept. Sequence
+   numbers go on from the newest ever written (moto would start again at 1 once a shard held
+   no record). `trim_shard` below sends the action from a test.
+2. MillisBehindLatest. moto reports the arrival time between the last record returned and the
+   shard's newest, which is 0 whenever the remaining records arrived in the same millisecond,
+   so a reader with records still to read looks caught up. AWS: "A value of zero indicates that
+   record processing is caught up, and there are no new records to process at this moment"
+   (GetRecords, Kinesis Data Streams API Reference). Here it is at least 1 while records remain.
+
+Pinned to moto 5.x: it adds KinesisResponse.emulator_trim_shard and replaces Shard.put_record,
+Shard.get_max_sequence_number and Shard.get_records.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import urllib.request
+
+from moto.kinesis.models import Record, Shard
+from moto.kinesis.responses import KinesisResponse
+
+
+def install() -> None:
+    KinesisResponse.emulator_trim_shard = emulator_trim_shard
+    Shard.put_record = put_record
+    Shard.get_max_sequence_number = get_max_sequence_number
+    Shard.get_records = _behind_while_records_remain(Shard.get_records)
+
+
+def emulator_trim_shard(self: KinesisResponse) -> str:
+    """Drop the shard's records numbered below BeforeSequenceNumber, as the retention would."""
+    stream = self.kinesis_backend.describe_stream(
+        stream_arn=self._get_param("StreamARN"), stream_name=self._get_param("StreamName")
+    )
+    shard = stream.get_shard(self._get_param("ShardId"))
+    before = int(self._get_param("BeforeSequenceNumber"))
+    dropped = [number for number in shard.records if number < before]
+    if dropped:
+        shard.trimmed_through = max(getattr(shard, "trimmed_through", 0), dropped[-1])
+    for number in dropped:
+        del shard.records[number]
+    return json.dumps({"TrimmedRecords": len(dropped)})
+
+
+def get_max_sequence_number(self: Shard) -> int:
+    """The newest sequence number the shard ever gave, kept or trimmed (0: none yet)."""
+    newest = next(reversed(self.records)) if self.records else 0
+    return max(newest, getattr(self, "trimmed_through", 0))
+
+
+def put_record(self: Shard, partition_key: str, data: str, explicit_hash_key: str) -> str:
+    sequence_number = self.get_max_sequence_number() + 1
+    self.records[sequence_number] = Record(partition_key, data, sequence_number, explicit_hash_key)
+    return str(sequence_number)
+
+
+def _behind_while_records_remain(get_records):
+    @functools.wraps(get_records)
+    def records(self: Shard, last_sequence_id: str, limit: int | None):
+        found, read_up_to, millis_behind = get_records(self, last_sequence_id, limit)
+        remaining = bool(self.records) and next(reversed(self.records)) > read_up_to
+        return found, read_up_to, max(millis_behind, 1) if remaining else 0
+
+    return records
+
+
+def trim_shard(endpoint_url: str, stream_arn: str, shard_id: str, before_sequence: str, region: str = "us-east-1") -> int:
+    """Client side: ask the emulator to drop the shard's records below `before_sequence`; how many it dropped."""
+    body = json.dumps({"StreamARN": stream_arn, "ShardId": shard_id, "BeforeSequenceNumber": str(before_sequence)})
+    request = urllib.request.Request(
+        endpoint_url, data=body.encode(), method="POST",
+        headers={
+            "X-Amz-Target": "Kinesis_20131202.EmulatorTrimShard",
+            "Content-Type": "application/x-amz-json-1.1",
+            # moto picks the region's backend from the credential scope; the signature is not checked
+            "Authorization": f"AWS4-HMAC-SHA256 Credential=test/20260101/{region}/kinesis/aws4_request, SignedHeaders=host, Signature=0",
+        },
+    )  # fmt: skip
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return int(json.loads(response.read())["TrimmedRecords"])
