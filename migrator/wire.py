@@ -74,7 +74,7 @@ class WireClient:
         self._spec = spec
         with translated("connecting to", spec.where):
             self._boto = aws.client(spec)
-        self._routes: dict[tuple[str, str], _Route] = {}
+        self._routes: dict[tuple[str, tuple[str, ...]], _Route] = {}
         self._routes_lock = threading.Lock()
 
     def scan(self, **request: Any) -> dict[str, Any]:
@@ -126,19 +126,20 @@ class WireClient:
         request.context = dict(route.context)
         with translated(f"signing {operation} for", route.url):  # no credentials found, a role not assumed
             self._boto._request_signer.sign(operation, request)
-        return request.prepare()
+        # A plain dict of headers: what the HTTP session reads of them, without botocore's slower header types.
+        headers = dict(request.headers.items())
+        headers["Content-Length"] = str(len(body))
+        return AWSPreparedRequest("POST", route.url, headers, body, stream_output=False)
 
     def _route(self, operation: str, request: dict[str, Any]) -> "_Route":
         """Where `operation` on the request's table goes: resolved by botocore once per operation and table."""
         tables = (request["TableName"],) if "TableName" in request else tuple(request["RequestItems"])
         key = (operation, tables)
-        with self._routes_lock:
+        with self._routes_lock:  # held while resolving: one hook on the shared client at a time
             route = self._routes.get(key)
-        if route is None:
-            with translated(f"resolving the endpoint of {operation} for", self._spec.where):
-                route = _resolve_route(self._boto, operation, tables)
-            with self._routes_lock:
-                self._routes[key] = route
+            if route is None:
+                with translated(f"resolving the endpoint of {operation} for", self._spec.where):
+                    route = self._routes[key] = _resolve_route(self._boto, operation, tables)
         return route
 
 
@@ -152,11 +153,7 @@ class _Route:
 
 
 class _Built(Exception):
-    """Raised from botocore's before-sign hook: carries the request botocore built, never sent."""
-
-    def __init__(self, request: AWSRequest):
-        super().__init__("request built, not sent")
-        self.request = request
+    """Raised from botocore's before-sign hook: the request is built, and is not sent."""
 
 
 # Headers that belong to one request, not to the route: the signature and its date, the body's
@@ -171,21 +168,25 @@ def _resolve_route(boto_client: Any, operation: str, tables: tuple[str, ...]) ->
     AWS_ENDPOINT_URL*, account ID; the signing context) while building the request, then signs it:
     the hook stops it there, on this thread only (the client is shared), so nothing is sent.
     """
-    builder = threading.get_ident()
+    builder, built = threading.get_ident(), []
 
     def stop_before_signing(request: AWSRequest, **_: Any) -> None:
-        if threading.get_ident() == builder:
-            raise _Built(request)
+        if threading.get_ident() == builder and not built:  # once: a stale copy of the hook stays inert
+            built.append(request)
+            raise _Built()
 
     event = f"before-sign.dynamodb.{operation}"
     hook_id = f"migrator-wire-route-{builder}"
     boto_client.meta.events.register_first(event, stop_before_signing, unique_id=hook_id)
     try:
         getattr(boto_client, xform_name(operation))(**_smallest_request(operation, tables))
-    except _Built as built:
-        request = built.request
+    except _Built:
+        pass
     finally:
         boto_client.meta.events.unregister(event, unique_id=hook_id)
+    if not built:
+        raise errors.AwsRequestFailed(operation, "botocore", "the request was never signed: its endpoint is unknown")
+    (request,) = built
     headers = tuple(
         (name, value if isinstance(value, str) else value.decode())
         for name, value in request.headers.items()
