@@ -44,7 +44,6 @@ from migrator.connection import ClientSpec
 _clients: dict[ClientSpec, "WireClient"] = {}
 _clients_lock = threading.Lock()
 
-TARGET_PREFIX = "DynamoDB_20120810."
 # Error codes worth another attempt: throttling and the service's own transient failures.
 RETRYABLE_CODES = {
     "ProvisionedThroughputExceededException",
@@ -74,6 +73,10 @@ class WireClient:
         self._spec = spec
         with translated("connecting to", spec.where):
             self._boto = aws.client(spec)
+        # botocore's own signer and HTTP session of that client (attributes of every botocore client,
+        # private by name; tests/unit/test_wire_routing.py checks what they produce against boto3's).
+        self._signer = self._boto._request_signer
+        self._http = self._boto._endpoint.http_session
         self._routes: dict[tuple[str, tuple[str, ...]], _Route] = {}
         self._routes_lock = threading.Lock()
 
@@ -104,7 +107,7 @@ class WireClient:
         """(parsed response, None), or (None, the transient error of this attempt); terminal errors raise."""
         prepared = self._signed(operation, route, body)
         try:
-            response = self._boto._endpoint.http_session.send(prepared)
+            response = self._http.send(prepared)
         except (BotocoreConnectionError, HTTPClientError) as exc:  # refused, reset, dropped, timed out
             return None, errors.EndpointUnreachable(operation, prepared.url, f"the connection failed: {exc}")
         if response.status_code == 200:
@@ -125,7 +128,7 @@ class WireClient:
         request = AWSRequest(method="POST", url=route.url, data=body, headers=dict(route.headers))
         request.context = dict(route.context)
         with translated(f"signing {operation} for", route.url):  # no credentials found, a role not assumed
-            self._boto._request_signer.sign(operation, request)
+            self._signer.sign(operation, request)
         # A plain dict of headers: what the HTTP session reads of them, without botocore's slower header types.
         headers = dict(request.headers.items())
         headers["Content-Length"] = str(len(body))
@@ -185,7 +188,7 @@ def _resolve_route(boto_client: Any, operation: str, tables: tuple[str, ...]) ->
     finally:
         boto_client.meta.events.unregister(event, unique_id=hook_id)
     if not built:
-        raise errors.AwsRequestFailed(operation, "botocore", "the request was never signed: its endpoint is unknown")
+        raise errors.AwsRequestFailed(f"resolving {operation} for", ", ".join(tables), "botocore never signed the request")
     (request,) = built
     headers = tuple(
         (name, value if isinstance(value, str) else value.decode())
