@@ -1,7 +1,9 @@
 """The one place that builds boto3 clients and the one place botocore errors become ours.
 
 Clients are cached per process and per `ClientSpec`, so the tasks an executor's Python
-worker runs reuse one connection pool. Retries use botocore's adaptive mode (exponential
+worker runs reuse one connection pool. The lean data plane (`migrator.wire`) sends through the
+same client: its endpoint, signer and HTTP session, so every request of a spec goes where
+boto3 sends it. Retries use botocore's adaptive mode (exponential
 back-off with jitter plus client-side rate limiting after throttling); the number of
 retries a call needed is read from its response, so summaries can count them.
 """
@@ -108,14 +110,6 @@ def _session(spec: ClientSpec) -> boto3.session.Session:
         metadata=fetch(), refresh_using=fetch, method="assume-role"
     )
     return boto3.session.Session(botocore_session=botocore_session, region_name=spec.region)
-
-
-def credentials(spec: ClientSpec):
-    """The botocore credentials for `spec` (refreshing when a role is assumed), for signing by hand."""
-    found = _session(spec).get_credentials()
-    if found is None:
-        raise translate_error(bx.NoCredentialsError(), "signing requests for", spec.where)
-    return found
 
 
 def retries_of(response: dict[str, Any]) -> int:

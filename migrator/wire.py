@@ -5,9 +5,18 @@ validating each parameter: about 0.3 CPU-seconds per thousand items copied, seve
 what the copy itself costs. A snapshot only moves items from one table to another, so
 here the JSON DynamoDB sends is parsed by the C `json` module and sent back as it came:
 numbers stay the service's strings and binary stays its base64 text, which is as exact
-as a copy can be. Requests are signed with botocore's SigV4 (credentials, session tokens
-and assumed roles come from `aws.credentials`); failures are classified by the same
-error mapping as every other call (`aws.translate_error`).
+as a copy can be. Failures are classified by the same error mapping as every other call
+(`aws.translate_error`).
+
+Only the (de)serialization is skipped, never botocore's resolution: each request goes where
+the boto3 client that `aws.client` builds from the same `ClientSpec` sends it, signed by that
+client's signer (its credentials, session token or assumed role, its signing region and name),
+over that client's HTTP session (its proxies, NO_PROXY, CA bundle, client certificate, pool
+and timeouts). The URL, extra headers and signing context of an operation on a table are
+resolved once, by letting the boto3 client build that request and stopping it just before
+signing (`_resolve_route`): the region chain (config, AWS_REGION, profile), AWS_ENDPOINT_URL
+and AWS_ENDPOINT_URL_DYNAMODB, profile `endpoint_url` and `services`, partitions (China,
+GovCloud), FIPS, dual-stack and account-based endpoints all come out as boto3's.
 
 Responses look like boto3's where the migrator reads them: `Items`, `LastEvaluatedKey`,
 `UnprocessedItems`, `ConsumedCapacity`, and `ResponseMetadata.RetryAttempts`.
@@ -19,21 +28,22 @@ import json
 import random
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
-import urllib3
-from botocore.auth import SigV4Auth
-from botocore.awsrequest import AWSRequest
+from botocore import xform_name
+from botocore.awsrequest import AWSPreparedRequest, AWSRequest, AWSResponse
 from botocore.exceptions import ClientError
+from botocore.exceptions import ConnectionError as BotocoreConnectionError
+from botocore.exceptions import HTTPClientError
 
-from migrator import errors
-from migrator.aws import credentials, translate_error
+from migrator import aws, errors
+from migrator.aws import translate_error, translated
 from migrator.connection import ClientSpec
 
 _clients: dict[ClientSpec, "WireClient"] = {}
 _clients_lock = threading.Lock()
 
-TARGET_PREFIX = "DynamoDB_20120810."
 # Error codes worth another attempt: throttling and the service's own transient failures.
 RETRYABLE_CODES = {
     "ProvisionedThroughputExceededException",
@@ -61,14 +71,14 @@ class WireClient:
 
     def __init__(self, spec: ClientSpec):
         self._spec = spec
-        self._credentials = credentials(spec)
-        self._region = spec.region or "us-east-1"
-        self._url = spec.endpoint_url or f"https://dynamodb.{self._region}.amazonaws.com"
-        self._http = urllib3.PoolManager(
-            maxsize=spec.max_pool_connections,
-            timeout=urllib3.Timeout(connect=spec.connect_timeout_seconds, read=spec.read_timeout_seconds),
-            retries=False,
-        )
+        with translated("connecting to", spec.where):
+            self._boto = aws.client(spec)
+        # botocore's own signer and HTTP session of that client (attributes of every botocore client,
+        # private by name; tests/unit/test_wire_routing.py checks what they produce against boto3's).
+        self._signer = self._boto._request_signer
+        self._http = self._boto._endpoint.http_session
+        self._routes: dict[tuple[str, tuple[str, ...]], _Route] = {}
+        self._routes_lock = threading.Lock()
 
     def scan(self, **request: Any) -> dict[str, Any]:
         return self._call("Scan", request)
@@ -81,50 +91,132 @@ class WireClient:
 
     def _call(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
         body = json.dumps(request, separators=(",", ":")).encode("utf-8")
+        route = self._route(operation, request)
         for attempt in range(self._spec.max_attempts):
             if attempt:  # exponential back-off with full jitter
                 time.sleep(random.uniform(0, min(BACKOFF_MAX_SECONDS, BACKOFF_BASE_SECONDS * 2**attempt)))
-            response, transient = self._attempt(operation, body)
+            response, transient = self._attempt(operation, route, body)
             if response is not None:
                 response.setdefault("ResponseMetadata", {})["RetryAttempts"] = attempt
                 return response
         raise transient
 
-    def _attempt(self, operation: str, body: bytes) -> tuple[dict[str, Any] | None, errors.MigratorError | None]:
+    def _attempt(
+        self, operation: str, route: "_Route", body: bytes
+    ) -> tuple[dict[str, Any] | None, errors.MigratorError | None]:
         """(parsed response, None), or (None, the transient error of this attempt); terminal errors raise."""
-        headers = self._signed_headers(operation, body)
+        prepared = self._signed(operation, route, body)
         try:
-            response = self._http.urlopen("POST", self._url, body=body, headers=headers, redirect=False)
-        except urllib3.exceptions.HTTPError as exc:  # refused, reset, dropped, timed out
-            return None, errors.EndpointUnreachable(operation, self._url, f"the connection failed: {exc}")
-        if response.status == 200:
-            return json.loads(response.data), None
+            response = self._http.send(prepared)
+        except (BotocoreConnectionError, HTTPClientError) as exc:  # refused, reset, dropped, timed out
+            return None, errors.EndpointUnreachable(operation, prepared.url, f"the connection failed: {exc}")
+        if response.status_code == 200:
+            return json.loads(response.content), None
         error = _client_error(operation, response)
         code = error.response["Error"]["Code"]
-        if code in RETRYABLE_CODES or response.status >= 500:
-            return None, errors.TransientAwsError(operation, self._url, f"{code}: retries exhausted", code)
-        raise translate_error(error, f"{operation} on", self._url)
+        if code in RETRYABLE_CODES or response.status_code >= 500:
+            return None, errors.TransientAwsError(operation, prepared.url, f"{code}: retries exhausted", code)
+        raise translate_error(error, f"{operation} on", prepared.url)
 
-    def _signed_headers(self, operation: str, body: bytes) -> dict[str, str]:
-        request = AWSRequest(
-            method="POST",
-            url=self._url,
-            data=body,
-            headers={"Content-Type": "application/x-amz-json-1.0", "X-Amz-Target": TARGET_PREFIX + operation},
-        )
-        SigV4Auth(self._credentials.get_frozen_credentials(), "dynamodb", self._region).add_auth(request)
-        return dict(request.headers.items())
+    def prepare(self, operation: str, request: dict[str, Any]) -> AWSPreparedRequest:
+        """The signed HTTP request this client sends for `operation` (the routing tests compare it with boto3's)."""
+        body = json.dumps(request, separators=(",", ":")).encode("utf-8")
+        return self._signed(operation, self._route(operation, request), body)
+
+    def _signed(self, operation: str, route: "_Route", body: bytes) -> AWSPreparedRequest:
+        """The request, signed by the boto3 client's own signer with the context botocore resolved."""
+        request = AWSRequest(method="POST", url=route.url, data=body, headers=dict(route.headers))
+        request.context = dict(route.context)
+        with translated(f"signing {operation} for", route.url):  # no credentials found, a role not assumed
+            self._signer.sign(operation, request)
+        # A plain dict of headers: what the HTTP session reads of them, without botocore's slower header types.
+        headers = dict(request.headers.items())
+        headers["Content-Length"] = str(len(body))
+        return AWSPreparedRequest("POST", route.url, headers, body, stream_output=False)
+
+    def _route(self, operation: str, request: dict[str, Any]) -> "_Route":
+        """Where `operation` on the request's table goes: resolved by botocore once per operation and table."""
+        tables = (request["TableName"],) if "TableName" in request else tuple(request["RequestItems"])
+        key = (operation, tables)
+        with self._routes_lock:  # held while resolving: one hook on the shared client at a time
+            route = self._routes.get(key)
+            if route is None:
+                with translated(f"resolving the endpoint of {operation} for", self._spec.where):
+                    route = self._routes[key] = _resolve_route(self._boto, operation, tables)
+        return route
 
 
-def _client_error(operation: str, response: urllib3.BaseHTTPResponse) -> ClientError:
+@dataclass(frozen=True)
+class _Route:
+    """What botocore decided for one operation on one table: the URL, its extra headers, the signing context."""
+
+    url: str
+    headers: tuple[tuple[str, str], ...]
+    context: dict[str, Any]
+
+
+class _Built(Exception):
+    """Raised from botocore's before-sign hook: the request is built, and is not sent."""
+
+
+# Headers that belong to one request, not to the route: the signature and its date, the body's
+# length (botocore's per-call `amz-sdk-*` retry headers are left out too).
+_PER_REQUEST_HEADERS = {"authorization", "x-amz-date", "x-amz-security-token", "content-length"}
+
+
+def _resolve_route(boto_client: Any, operation: str, tables: tuple[str, ...]) -> _Route:
+    """Let the boto3 client build `operation` on `tables` as its own call would, and keep where it goes.
+
+    botocore runs its whole resolution (endpoint rules with the region, partition, FIPS, dual-stack,
+    AWS_ENDPOINT_URL*, account ID; the signing context) while building the request, then signs it:
+    the hook stops it there, on this thread only (the client is shared), so nothing is sent.
+    """
+    builder, built = threading.get_ident(), []
+
+    def stop_before_signing(request: AWSRequest, **_: Any) -> None:
+        if threading.get_ident() == builder and not built:  # once: a stale copy of the hook stays inert
+            built.append(request)
+            raise _Built()
+
+    event = f"before-sign.dynamodb.{operation}"
+    hook_id = f"migrator-wire-route-{builder}"
+    boto_client.meta.events.register_first(event, stop_before_signing, unique_id=hook_id)
+    try:
+        getattr(boto_client, xform_name(operation))(**_smallest_request(operation, tables))
+    except _Built:
+        pass
+    finally:
+        boto_client.meta.events.unregister(event, unique_id=hook_id)
+    if not built:
+        raise errors.AwsRequestFailed(f"resolving {operation} for", ", ".join(tables), "botocore never signed the request")
+    (request,) = built
+    headers = tuple(
+        (name, value if isinstance(value, str) else value.decode())
+        for name, value in request.headers.items()
+        if name.lower() not in _PER_REQUEST_HEADERS and not name.lower().startswith("amz-sdk-")
+    )
+    return _Route(url=request.url, headers=headers, context=dict(request.context))
+
+
+def _smallest_request(operation: str, tables: tuple[str, ...]) -> dict[str, Any]:
+    """A valid request of `operation` naming `tables`: the parameters the endpoint rules may read."""
+    if operation == "BatchWriteItem":
+        return {"RequestItems": {table: [{"PutRequest": {"Item": {}}}] for table in tables}}
+    request: dict[str, Any] = {"TableName": tables[0]}
+    if operation == "GetItem":
+        request["Key"] = {}
+    return request
+
+
+def _client_error(operation: str, response: AWSResponse) -> ClientError:
     """The error DynamoDB's JSON protocol describes, as the botocore error the mapping knows."""
     try:
-        document = json.loads(response.data or b"{}")
+        document = json.loads(response.content or b"{}")
     except ValueError:
         document = {}
-    code = str(document.get("__type", "")).rpartition("#")[2] or str(response.status)
+    code = str(document.get("__type", "")).rpartition("#")[2] or str(response.status_code)
     message = document.get("message") or document.get("Message") or ""
     return ClientError(
-        {"Error": {"Code": code, "Message": message}, "ResponseMetadata": {"HTTPStatusCode": response.status}},
+        {"Error": {"Code": code, "Message": message}, "ResponseMetadata": {"HTTPStatusCode": response.status_code}},
         operation,
     )

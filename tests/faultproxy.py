@@ -25,6 +25,11 @@ the proxy keeps ``(operation, body bytes)`` of every forwarded request in
 the request arrived and when the emulator's answer came back, ``(operation, body, arrived,
 answered)``, so a benchmark can time a job from its first Scan to its last write. Clients may
 keep connections alive; request bodies need a Content-Length (as botocore sends).
+
+It also serves as a client's HTTP forward proxy (HTTP_PROXY): the absolute URL of the request
+line is relayed as is, and the emulator routes it by its signature and X-Amz-Target, whatever
+the host. Given `tls=(certificate path, key path)` it serves HTTPS (see
+`loopback.self_signed_certificate`), for tests of AWS_CA_BUNDLE.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ import random
 import threading
 import urllib.parse
 
-from loopback import KeepAliveHandler, LoopbackService
+from loopback import KeepAliveHandler, LoopbackService, server_tls_context
 from typing import Callable
 
 FAULTS = ("throughput", "throttling", "http500", "http503", "drop")
@@ -71,8 +76,11 @@ class FaultProxy(LoopbackService):
         seed: int = 1,
         record: bool = False,
         clock: Callable[[], float] | None = None,
+        tls: tuple[str, str] | None = None,
     ):
         super().__init__()
+        if tls is not None:
+            self.ssl_context = server_tls_context(*tls)
         unknown = set(faults) - set(FAULTS)
         if unknown or not faults:
             raise ValueError(f"faults must be a non-empty subset of {FAULTS}, got {faults}")

@@ -3,11 +3,16 @@
 Subclasses (the fault proxy, the scripted stream server) set `handler` to a subclass of
 `KeepAliveHandler`, whose `self.server.service` is the running service. `stop()` cuts
 open client connections so no handler thread lingers on an idle keep-alive connection.
+With `ssl_context` set before `start()` it serves HTTPS (`self_signed_certificate` makes a
+certificate for 127.0.0.1 that clients trust only when told to, as with AWS_CA_BUNDLE).
 """
 
 from __future__ import annotations
 
+import datetime
+import ipaddress
 import socket
+import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -45,6 +50,7 @@ class LoopbackService:
 
     def __init__(self) -> None:
         self.endpoint_url: str | None = None
+        self.ssl_context: ssl.SSLContext | None = None  # set before start() to serve HTTPS
         self._connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
         self._server: _Server | None = None
@@ -65,7 +71,11 @@ class LoopbackService:
     def start(self):
         self._server = _Server(("127.0.0.1", 0), self.handler)
         self._server.service = self
-        self.endpoint_url = f"http://127.0.0.1:{self._server.server_port}"
+        scheme = "http"
+        if self.ssl_context is not None:  # a failed handshake fails accept(), which the server shrugs off
+            self._server.socket = self.ssl_context.wrap_socket(self._server.socket, server_side=True)
+            scheme = "https"
+        self.endpoint_url = f"{scheme}://127.0.0.1:{self._server.server_port}"
         self._thread = threading.Thread(
             target=self._server.serve_forever,
             kwargs={"poll_interval": 0.05},  # how long stop() waits for the loop
@@ -94,3 +104,47 @@ class LoopbackService:
     def track(self, conn: socket.socket, open_: bool) -> None:
         with self._connections_lock:
             (self._connections.add if open_ else self._connections.discard)(conn)
+
+
+def self_signed_certificate(directory) -> tuple[str, str]:
+    """(certificate path, key path) of a fresh self-signed certificate for 127.0.0.1 and localhost."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "dynamodb-migrator test endpoint")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = f"{directory}/endpoint-cert.pem", f"{directory}/endpoint-key.pem"
+    with open(cert_path, "wb") as out:
+        out.write(certificate.public_bytes(serialization.Encoding.PEM))
+    with open(key_path, "wb") as out:
+        out.write(
+            key.private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+            )
+        )
+    return cert_path, key_path
+
+
+def server_tls_context(cert_path: str, key_path: str) -> ssl.SSLContext:
+    """A server-side TLS context serving this certificate."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert_path, key_path)
+    return context

@@ -1,0 +1,113 @@
+"""The data plane reaches the endpoint the environment names, as boto3 does: AWS_ENDPOINT_URL, proxies, CA bundles.
+
+The snapshot's Scan and BatchWriteItem (and replication's GetItem) go through the lean client of
+migrator.wire; these tests configure the endpoint only the way a user's environment would and
+check the requests arrive.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from conftest import TEST_ACCESS_KEY, TEST_REGION, TEST_SECRET_KEY, put_items, run_job, scan_all, write_config
+from faultproxy import FaultProxy
+from loopback import self_signed_certificate
+from migrator import errors
+from migrator.connection import ClientSpec
+from migrator.redact import Secret
+from migrator.wire import WireClient
+from sample_data import create_sample_table, make_items
+
+pytestmark = pytest.mark.integration
+
+ITEMS = 120
+# Nothing resolves these names: only a proxy that relays the request reaches the emulator.
+UNRESOLVABLE_ENDPOINT = "http://dynamodb.behind-the-proxy.invalid:8000"
+
+
+def side_without_endpoint(table: str) -> dict:
+    """A source or target block naming no endpoint: where it is comes from the environment."""
+    return {
+        "type": "dynamodb",
+        "table": table,
+        "region": TEST_REGION,
+        "credentials": {"accessKey": TEST_ACCESS_KEY, "secretKey": TEST_SECRET_KEY},
+    }
+
+
+def test_copy_configured_only_through_AWS_ENDPOINT_URL(dynamodb, endpoint_url, table_name, tmp_path):
+    source, target = table_name("env-endpoint"), table_name("env-endpoint-copy")
+    create_sample_table(dynamodb, source)
+    put_items(dynamodb, source, make_items(ITEMS))
+    config = write_config(
+        tmp_path, {"source": side_without_endpoint(source), "target": side_without_endpoint(target)}
+    )
+
+    finished = run_job(config, env={"AWS_ENDPOINT_URL": endpoint_url}, timeout=300)
+
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    assert sorted(map(str, scan_all(dynamodb, target))) == sorted(map(str, scan_all(dynamodb, source)))
+
+
+@pytest.fixture
+def no_proxy_settings(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """No proxy and no CA bundle from the machine: each test sets its own."""
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "AWS_CA_BUNDLE"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    return monkeypatch
+
+
+def lean_client(endpoint: str, max_attempts: int = 10) -> WireClient:
+    """A fresh lean client (its own spec: clients are cached per spec, and each test has its own environment)."""
+    spec = ClientSpec(
+        label=f"environment test {uuid.uuid4().hex[:8]}",
+        endpoint_url=endpoint,
+        region=TEST_REGION,
+        access_key=Secret(TEST_ACCESS_KEY),
+        secret_key=Secret(TEST_SECRET_KEY),
+        max_attempts=max_attempts,
+    )
+    return WireClient(spec)
+
+
+@pytest.fixture
+def sample_table(dynamodb, table_name) -> str:
+    table = table_name("env-wire")
+    create_sample_table(dynamodb, table)
+    put_items(dynamodb, table, make_items(10))
+    return table
+
+
+def test_lean_client_goes_through_HTTP_PROXY(no_proxy_settings, endpoint_url, sample_table):
+    with FaultProxy(endpoint_url, fault_rate=0, record=True) as proxy:
+        no_proxy_settings.setenv("HTTP_PROXY", proxy.endpoint_url)
+
+        page = lean_client(UNRESOLVABLE_ENDPOINT).scan(TableName=sample_table)
+
+        assert page["Count"] == 10
+        assert [operation for operation, *_ in proxy.recorded] == ["Scan"]
+
+
+def test_lean_client_skips_the_proxy_for_NO_PROXY_hosts(no_proxy_settings, endpoint_url, sample_table):
+    no_proxy_settings.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # nothing listens: a proxied request fails
+    no_proxy_settings.setenv("NO_PROXY", "127.0.0.1,localhost")
+
+    page = lean_client(endpoint_url).scan(TableName=sample_table)
+
+    assert page["Count"] == 10
+
+
+def test_lean_client_trusts_AWS_CA_BUNDLE(no_proxy_settings, endpoint_url, sample_table, tmp_path):
+    certificate, key = self_signed_certificate(tmp_path)
+    with FaultProxy(endpoint_url, fault_rate=0, tls=(certificate, key)) as tls_endpoint:
+        assert tls_endpoint.endpoint_url.startswith("https://")
+        with pytest.raises(errors.EndpointUnreachable, match="SSL|certificate"):
+            lean_client(tls_endpoint.endpoint_url, max_attempts=1).scan(TableName=sample_table)
+
+        no_proxy_settings.setenv("AWS_CA_BUNDLE", certificate)
+        page = lean_client(tls_endpoint.endpoint_url).scan(TableName=sample_table)
+
+        assert page["Count"] == 10
