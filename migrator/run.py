@@ -300,6 +300,7 @@ def _task(config: MigratorConfig, plan: SnapshotPlan, checks: Preflight, segment
         segment=segment,
         total_segments=plan.total_segments,
         renames=tuple(config.rename_map.items()),
+        key_names=checks.source.key_names,
         ttl_attribute=checks.ttl_attribute,
         copy_expired_items=config.source.copy_expired_items,
         consistent_read=config.source.consistent_read,
