@@ -85,9 +85,9 @@ def migrate(
     streaming = config.target.stream_changes is True or config.kinesis is not None
     if streaming:
         checkpoint.check_writable(checkpoint.location(config))
+    metrics = ReplicationMetrics(config.ready_lag, config.metrics_port) if streaming else None  # binds metricsPort
     spark = spark_factory()
     saved = Checkpoint(spark, checkpoint.location(config)) if streaming else None
-    metrics = ReplicationMetrics(config.ready_lag, config.metrics_port) if streaming else None
     reinitializations = 0
     stream = None
     if saved is not None:
@@ -149,6 +149,7 @@ def _import_export(
     if chained:
         checkpoint.check_writable(checkpoint.location(config))
         live = chaining.find_live_stream(config, checks.manifests)
+    metrics = ReplicationMetrics(config.ready_lag, config.metrics_port) if chained else None  # binds metricsPort
     spark = spark_factory()
     saved = Checkpoint(spark, checkpoint.location(config)) if chained else None
     if saved is not None:
@@ -170,7 +171,7 @@ def _import_export(
         else:
             chaining.check_gap(config, live, checks.manifests.summary, imported=True)
     try:
-        result.replication = replicate(spark, loaded, stream, saved.where, should_stop)
+        result.replication = replicate(spark, loaded, stream, saved.where, should_stop, metrics)
     except CheckpointError as exc:
         raise chaining.chained_checkpoint_error(exc, saved.where) from None
     return result
