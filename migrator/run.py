@@ -73,7 +73,7 @@ def migrate(
     if config.writes_export:
         return MigrationResult(snapshot=_write_export(config, spark_factory))
     checks = preflight(config)
-    store = SavepointStore(config.savepoints.path, loaded.raw, config.source.table, config.target.table)
+    store = SavepointStore(config.savepoints.path, loaded.redacted_raw, config.source.table, config.target.table)
     store.check_writable()
     total_segments, done = resume_point(store.load(), config.source.scan_segments, config.skip_segments)
     if done and checks.target is None:
@@ -136,7 +136,7 @@ def _import_export(
     config = loaded.config
     chained = config.target.stream_changes is True or config.kinesis is not None
     checks = export_import.preflight(config)
-    store = SavepointStore(config.savepoints.path, loaded.raw, config.source.table, config.target.table)
+    store = SavepointStore(config.savepoints.path, loaded.redacted_raw, config.source.table, config.target.table)
     store.check_writable()
     done = export_import.resume_point(store.load_files(), config.skip_files, checks.manifests, str(store.path))
     if done and checks.target is None:
