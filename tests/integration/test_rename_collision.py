@@ -2,7 +2,8 @@
 
 Renamed, both attributes would land on one name and one value would be dropped silently
 (which one depends on the order of the item's attributes). Instead the run stops with one
-error naming the item's key and both attributes: exit code 1, progress so far kept.
+error naming the item's key and both attributes: exit code 1, progress so far kept. Paths:
+the snapshot, an S3 export import (full and incremental), replication, and writing an export.
 """
 
 from __future__ import annotations
@@ -14,11 +15,20 @@ import yaml
 
 from conftest import put_items, run_job, scan_all, side, write_config
 from migrator.config import load_config
-from migrator.errors import RenameCollision
+from migrator.errors import MigratorError, RenameCollision
 from migrator.export.errors import ImportFileFailed
 from migrator.items import to_dynamodb_json
 from migrator.run import migrate
-from s3_exports import DYNAMODB_JSON, DataFileSpec, create_bucket, dynamodb_numbers, full_lines, write_export
+from s3_exports import (
+    DYNAMODB_JSON,
+    Change,
+    DataFileSpec,
+    create_bucket,
+    dynamodb_numbers,
+    full_lines,
+    incremental_lines,
+    write_export,
+)
 from sample_data import create_sample_table, make_item, make_items
 from test_bad_input import assert_one_clear_line
 from test_s3_export_import import import_config
@@ -75,21 +85,50 @@ def test_snapshot_stops_naming_the_item_keeps_the_savepoint_and_resumes_once_fix
     assert all("title" in item and "name" not in item for item in copied)
 
 
-def test_export_import_stops_naming_the_item(s3, dynamodb, endpoint_url, table_name, tmp_path, spark):
-    target = table_name("collide-import")
-    items = [dynamodb_numbers(to_dynamodb_json(item)) for item in [*make_items(10), colliding_item()]]
-    export = write_export(s3, create_bucket(s3), [DataFileSpec(full_lines(items, DYNAMODB_JSON))])
+def export_lines(kind: str, items: list[dict]) -> list[str]:
+    """The items as a full export's lines, or as an incremental export's puts."""
+    exported = [dynamodb_numbers(to_dynamodb_json(item)) for item in items]
+    if kind == "full":
+        return full_lines(exported, DYNAMODB_JSON)
+    changes = [Change({"pk": item["pk"], "sk": item["sk"]}, item, micros=100 + n) for n, item in enumerate(exported)]
+    return incremental_lines(changes, DYNAMODB_JSON)
+
+
+@pytest.mark.parametrize("kind", ["full", "incremental"])
+def test_export_import_stops_naming_the_item(kind, s3, dynamodb, endpoint_url, table_name, tmp_path, spark):
+    target = table_name(f"collide-{kind}")
+    lines = export_lines(kind, [*make_items(10), colliding_item()])
+    export = write_export(s3, create_bucket(s3), [DataFileSpec(lines)], incremental=kind == "incremental")
     config = import_config(tmp_path, endpoint_url, export, target)
     document = yaml.safe_load(config.read_text())
     document["renames"] = RENAMES
     config.write_text(yaml.safe_dump(document))
 
-    with pytest.raises(ImportFileFailed) as refused:
+    with pytest.raises(MigratorError) as refused:
         migrate(load_config(str(config)), lambda: spark)
 
+    assert isinstance(refused.value, ImportFileFailed if kind == "full" else RenameCollision)
     assert refused.value.exit_code == 1 and not refused.value.retryable
     assert_names_the_collision(str(refused.value))
     assert list((tmp_path / "savepoints").glob("savepoint_*.yaml")), "the savepoint is kept"
+    assert ("user#0057", "57") not in {(i["pk"]["S"], i["sk"]["N"]) for i in scan_all(dynamodb, target)}
+
+
+def test_writing_an_export_stops_naming_the_item(dynamodb, endpoint_url, table_name, tmp_path, spark):
+    source = table_name("collide-export")
+    create_sample_table(dynamodb, source)
+    put_items(dynamodb, source, [*make_items(5), colliding_item()])
+    config = write_config(tmp_path, {
+        "source": side(endpoint_url, source, scanSegments=2), "renames": RENAMES,
+        "target": {"type": "dynamodb-s3-export", "path": str(tmp_path / "exports")},
+    })  # fmt: skip
+
+    with pytest.raises(MigratorError) as refused:
+        migrate(load_config(str(config)), lambda: spark)
+
+    assert refused.value.exit_code == 1
+    assert_names_the_collision(str(refused.value))
+    assert not list((tmp_path / "exports").rglob("manifest-summary.json")), "no finished export"
 
 
 def test_replication_stops_naming_the_item_without_committing_the_batch(
