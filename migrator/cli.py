@@ -77,7 +77,7 @@ def _start_spark(app_name: str):
     try:
         session = create_session(app_name)
     except (OSError, PySparkRuntimeError) as exc:
-        cause = describe_os_error(exc) if isinstance(exc, OSError) else str(exc).strip().splitlines()[0][:300]
+        cause = describe_os_error(exc) if isinstance(exc, OSError) else str(exc).strip().splitlines()[0][:300].rstrip(".")
         raise StartupFailed(
             "starting Spark",
             cause,
