@@ -1,7 +1,8 @@
 """Command line: `jobs/migrate.py --config FILE`; one clear line and an exit code on failure.
 
 Exit codes: 0 done, 1 the migration failed while running, 2 bad input (config, tables,
-credentials, endpoints) found before anything was written, 130 interrupted (Ctrl+C).
+credentials, endpoints) or a failed start (Spark, metricsPort, any OSError before Spark runs)
+found before anything was written, 130 interrupted (Ctrl+C).
 """
 
 from __future__ import annotations
@@ -10,9 +11,11 @@ import argparse
 import logging
 import sys
 
+from pyspark.errors import PySparkRuntimeError
+
 from migrator import __version__
 from migrator.config import load_config
-from migrator.errors import MigratorError
+from migrator.errors import MigratorError, StartupFailed, describe_os_error
 from migrator.spark import create_session, leave_ctrl_c_to_the_driver
 
 log = logging.getLogger("migrator")
@@ -23,6 +26,7 @@ EXIT_INTERRUPTED = 130
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
     _configure_logging(args.log_level)
+    spark_started = False  # until then, every check runs before anything is written
     try:
         loaded = load_config(args.config)
         for warning in loaded.warnings:
@@ -30,14 +34,18 @@ def main(argv: list[str] | None = None) -> int:
         from migrator import run  # imported late: a bad config must not wait for pyspark's import
 
         def spark_factory():
-            session = create_session(f"dynamodb-migrator {loaded.config.source.table} → {loaded.config.target.table}")
-            leave_ctrl_c_to_the_driver(session)  # Ctrl+C: the driver stops, reports and exits 130
+            nonlocal spark_started
+            session = _start_spark(f"dynamodb-migrator {loaded.config.source.table} → {loaded.config.target.table}")
+            spark_started = True
             return session
 
         summary = run.migrate(loaded, spark_factory)
     except MigratorError as exc:
         print(f"error: {exc}", file=sys.stderr, flush=True)
         return exc.exit_code
+    except OSError as exc:  # a local failure no layer translated: still one line, never a traceback
+        log.debug("unexpected OSError", exc_info=True)
+        return _report_os_error(exc, spark_started)
     except KeyboardInterrupt:
         print(
             "interrupted: copied segments are saved in the savepoint; rerun the same command to resume "
@@ -48,6 +56,36 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     print(summary.render(), flush=True)
     return 0
+
+
+def _report_os_error(exc: OSError, spark_started: bool) -> int:
+    """One line for an OSError; exit 2 when it came before Spark started, when nothing was written yet."""
+    if not spark_started:
+        error = StartupFailed("starting the migration", describe_os_error(exc), "Fix the cause and run again")
+        print(f"error: {error}", file=sys.stderr, flush=True)
+        return error.exit_code
+    print(
+        f"error: the migration failed: {describe_os_error(exc)}; fix the cause and rerun the same command to resume",
+        file=sys.stderr,
+        flush=True,
+    )
+    return 1
+
+
+def _start_spark(app_name: str):
+    """The Spark session, or StartupFailed when Spark cannot be launched (no Java, no Spark where SPARK_HOME says)."""
+    try:
+        session = create_session(app_name)
+    except (OSError, PySparkRuntimeError) as exc:
+        cause = describe_os_error(exc) if isinstance(exc, OSError) else str(exc).strip().splitlines()[0][:300].rstrip(".")
+        raise StartupFailed(
+            "starting Spark",
+            cause,
+            "Check that SPARK_HOME (when set) is a Spark installation and that Java 17 or later is installed "
+            "(java on PATH, or JAVA_HOME); or launch the job with spark-submit",
+        ) from None
+    leave_ctrl_c_to_the_driver(session)  # Ctrl+C: the driver stops, reports and exits 130
+    return session
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -9,6 +9,7 @@ error names the key path. camelCase exists only here: fields are snake_case.
 
 from __future__ import annotations
 
+import copy
 import difflib
 import hashlib
 import os
@@ -923,6 +924,40 @@ class LoadedConfig:
     path: str = ""
     warnings: tuple[str, ...] = ()
 
+    @property
+    def redacted_raw(self) -> dict[str, Any]:
+        """The raw YAML with every credential redacted, whatever its spelling: what savepoints hold."""
+        return redact_secrets(self.raw, self.config)
+
+
+def redact_secrets(raw: Any, parsed: Any) -> Any:
+    """A copy of the raw YAML with the value of every key that the model parsed as a `Secret` replaced.
+
+    Walks the document beside the validated model, so a credential is found by its type, not
+    its name: `secretKey` and `secret_key` alike, in any block, and any credential field added
+    later. Keys the model does not hold (compatibility keys, dropped at load) are kept as they are.
+    """
+    if isinstance(raw, dict) and isinstance(parsed, (BaseModel, dict)):
+        return {key: _redact_value(value, _parsed_value(parsed, key)) for key, value in raw.items()}
+    if isinstance(raw, list) and isinstance(parsed, (list, tuple)) and len(raw) == len(parsed):
+        return [redact_secrets(value, child) for value, child in zip(raw, parsed)]
+    return copy.deepcopy(raw)
+
+
+def _redact_value(value: Any, parsed: Any) -> Any:
+    return REDACTED if isinstance(parsed, Secret) else redact_secrets(value, parsed)
+
+
+def _parsed_value(parsed: BaseModel | dict[str, Any], key: Any) -> Any:
+    """What the model made of a raw key: a field by its alias or name (a mapping such as the
+    Kinesis streamChanges block keeps camelCase keys), or None."""
+    if isinstance(parsed, dict):
+        return parsed.get(key, parsed.get(to_camel(str(key))))
+    for name, candidate in type(parsed).model_fields.items():
+        if key in (name, candidate.alias):
+            return getattr(parsed, name)
+    return None
+
 
 def load_config(path: str) -> LoadedConfig:
     """Read, parse and validate a config file; raise ConfigError naming the key path."""
@@ -1134,7 +1169,8 @@ def _key_path(loc: tuple[Any, ...]) -> str:
 def _reason(error: dict[str, Any]) -> str:
     kind = error["type"]
     ctx = error.get("ctx") or {}
-    got = error.get("input")
+    # Whatever is under credentials may be a secret, however malformed: never repeat it.
+    got = REDACTED if _under_credentials(error["loc"]) else error.get("input")
     if kind == "extra_forbidden":
         return "unknown key" + _did_you_mean(error["loc"])
     if kind == "missing":
@@ -1157,6 +1193,11 @@ def _reason(error: dict[str, Any]) -> str:
     if kind == "value_error":
         return str(ctx.get("error", error["msg"]))
     return f"{error['msg']} (got {got!r})"
+
+
+def _under_credentials(loc: tuple[Any, ...]) -> bool:
+    """A credential's location; the role to assume (an ARN, no secret) is shown as usual."""
+    return "credentials" in loc and not {"assumeRole", "assume_role"} & set(loc)
 
 
 def _did_you_mean(loc: tuple[Any, ...]) -> str:

@@ -2,6 +2,8 @@
 
     MigratorError                    (retryable: False unless a leaf says otherwise)
     ├── ConfigError                  a key of the YAML is wrong; names the key path
+    ├── StartupFailed                the job could not start (an OSError, Spark's launch); nothing was written
+    │   └── MetricsPortUnavailable   metricsPort is taken (or not ours to open)
     ├── UnsupportedFeature           a valid config this version cannot run yet
     ├── AwsError                     an AWS call failed (translated in migrator.aws only)
     │   ├── EndpointUnreachable      retryable: the endpoint did not answer
@@ -24,6 +26,7 @@
     │   ├── RecordedTargetMissing    units recorded as copied, but the target table is gone
     │   └── RecordedTargetReplaced   units recorded as copied into another table of the target's name
     ├── SegmentFailed                a scan segment failed on an executor (wraps the cause)
+    ├── RenameCollision              an item has both a rename's `from` and its `to` attribute
     └── CheckpointError              a streaming checkpoint cannot be read or honoured
 
 Errors raised on executors travel back to the driver pickled: `__reduce__` keeps the
@@ -31,6 +34,8 @@ class, the message and the attributes whatever the subclass's constructor looks 
 """
 
 from __future__ import annotations
+
+import errno
 
 
 class MigratorError(Exception):
@@ -66,6 +71,41 @@ class ConfigError(MigratorError):
         where = f"{source_file}: " if source_file else ""
         location = f"{key_path}: " if key_path else ""
         super().__init__(f"config error: {where}{location}{reason}")
+
+
+class StartupFailed(MigratorError):
+    """The job could not start, before anything was written: a local resource or Spark's launch failed."""
+
+    exit_code = 2
+
+    def __init__(self, doing: str, cause: str, ways_out: str):
+        self.doing = doing
+        super().__init__(f"{doing}: {cause}; nothing was written. {ways_out}")
+
+
+def describe_os_error(exc: OSError) -> str:
+    """An OSError as `reason (file)`, without Python's `[Errno N]` prefix."""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    return f"{reason} ({exc.filename})" if exc.filename else reason
+
+
+class MetricsPortUnavailable(StartupFailed):
+    """metricsPort cannot be listened on: another process holds it, or this user may not open it."""
+
+    def __init__(self, port: int, exc: OSError):
+        self.port = port
+        if isinstance(exc, OSError) and exc.errno == errno.EADDRINUSE:
+            cause = "another process (a second migrator, or any other server) listens on it"
+            doing = f"metricsPort {port} is already in use"
+        else:
+            cause = describe_os_error(exc)
+            doing = f"metricsPort {port} cannot be opened"
+        super().__init__(
+            doing,
+            cause,
+            f"Ways out: set metricsPort to a free port; stop what listens on {port} (ss -ltnp 'sport = :{port}' "
+            "names it); or remove metricsPort to run without the Prometheus endpoint",
+        )
 
 
 class UnsupportedFeature(MigratorError):
@@ -276,6 +316,24 @@ class SegmentFailed(MigratorError):
         self.segment = segment
         self.retryable = retryable
         super().__init__(f"copying scan segment {segment} of {total}: {cause}")
+
+
+class RenameCollision(MigratorError):
+    """An item has both a rename's `from` attribute and its `to`: renamed, one value would silently replace the other."""
+
+    exit_code = 1
+
+    def __init__(self, key: str, from_name: str, to_name: str):
+        self.key = key
+        self.from_name = from_name
+        self.to_name = to_name
+        super().__init__(
+            f"item {key} has both attribute {from_name!r} and attribute {to_name!r}, and renames maps "
+            f"{from_name!r} to {to_name!r}: the renamed item would keep only one of the two values, so it was not "
+            f"written and the run stopped. Ways out: rename {from_name!r} to a name no item uses; drop that rename; "
+            f"or, for a snapshot or an import (a stream replays the change as it was), remove {to_name!r} or "
+            f"{from_name!r} from that item in the source. Then rerun: what was copied so far is kept"
+        )
 
 
 class CheckpointError(MigratorError):

@@ -51,6 +51,7 @@ class TargetWrites:
     target: ClientSpec
     table: str
     renames: tuple[tuple[str, str], ...] = ()
+    key_names: tuple[str, ...] = ()  # the exported table's key attributes: name an item in errors
     write_units_per_second: float | None = None
     batch_size: int = 25
     reports_capacity: bool = True
@@ -110,7 +111,7 @@ def import_file(task: FileTask) -> FileOutcome:
     try:
         with _local_copy(task) as copy, _writer(task.writes) as writer:
             for item in read_items(task.data_file, copy, task.output_format):
-                writer.put(rename_attributes(item, renames))
+                writer.put(rename_attributes(item, renames, task.writes.key_names))
                 items += 1
             counters = writer.close()
         error = None
@@ -170,10 +171,10 @@ def apply_changes(writes: TargetWrites, records: Iterable[IncrementalRecord]) ->
         with _writer(writes) as writer:
             for record in records:
                 if record.is_delete:
-                    writer.delete(rename_attributes(record.keys, renames))
+                    writer.delete(rename_attributes(record.keys, renames, tuple(record.keys)))
                     deletes += 1
                 else:
-                    writer.put(rename_attributes(record.new_image, renames))
+                    writer.put(rename_attributes(record.new_image, renames, tuple(record.keys)))
                     puts += 1
             counters = writer.close()
         error = None

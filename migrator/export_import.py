@@ -65,6 +65,7 @@ class ExportPreflight:
     ttl_attribute: str | None  # the live table's, when streamSource was described
     target: TableInfo | None
     create_request: dict
+    key_names: tuple[str, ...] = ()  # the exported table's key attributes, before renames
 
 
 def preflight(config: MigratorConfig) -> ExportPreflight:
@@ -82,7 +83,9 @@ def preflight(config: MigratorConfig) -> ExportPreflight:
     if target is not None:
         tables.check_key_schema(request, target)
         log.info("target table %r exists with matching keys: importing into it as is", config.target.table)
-    return ExportPreflight(manifests=manifests, ttl_attribute=ttl, target=target, create_request=request)
+    return ExportPreflight(
+        manifests=manifests, ttl_attribute=ttl, target=target, create_request=request, key_names=exported.key_names
+    )
 
 
 def resume_point(
@@ -143,7 +146,7 @@ def import_export(
     recorded_target = TargetTable.of(target.description)  # a recreated target is told apart on a rerun
     ledger = SegmentLedger(store, ImportProgress(source.table, config.target.table, done, recorded_target))
     ledger.start()
-    tasks = [_file_task(config, manifests, data_file, number, plan) for number, data_file in pending]
+    tasks = [_file_task(config, checks, data_file, number, plan) for number, data_file in pending]
     if tasks and manifests.summary.is_incremental:
         _apply_incremental(spark, tasks, plan, summary, ledger)
     elif tasks:
@@ -215,9 +218,10 @@ def _raise_first_failure(tasks: list[FileTask], outcomes: list[FileOutcome]) -> 
 
 
 def _file_task(
-    config: MigratorConfig, manifests: ExportManifests, data_file: DataFile, number: int, plan: ImportPlan
+    config: MigratorConfig, checks: ExportPreflight, data_file: DataFile, number: int, plan: ImportPlan
 ) -> FileTask:
     source: S3ExportSource = config.source
+    manifests = checks.manifests
     return FileTask(
         s3=source.client_spec("source"),
         bucket=source.bucket,
@@ -229,6 +233,7 @@ def _file_task(
             target=config.target.client_spec("target"),
             table=config.target.table,
             renames=tuple(config.rename_map.items()),
+            key_names=checks.key_names,
             write_units_per_second=plan.write_units_per_task,
             batch_size=config.target.batch_size,
             reports_capacity=not config.target.strips_consumed_capacity,

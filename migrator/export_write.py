@@ -214,6 +214,7 @@ def _task(
         segment=segment,
         total_segments=total,
         renames=tuple(config.rename_map.items()),
+        key_names=checks.source.key_names,
         ttl_attribute=checks.ttl_attribute,
         copy_expired_items=config.source.copy_expired_items,
         consistent_read=config.source.consistent_read,

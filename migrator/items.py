@@ -8,9 +8,12 @@ holds the few operations on that form: size, renames, TTL expiry, DynamoDB JSON.
 from __future__ import annotations
 
 import base64
+import json
 import math
 from decimal import Decimal, InvalidOperation
 from typing import Any, Mapping
+
+from migrator.errors import RenameCollision
 
 Item = dict[str, dict[str, Any]]
 
@@ -64,11 +67,41 @@ def _number_size(number: str) -> int:
     return math.ceil(max(len(digits), 1) / 2) + 1
 
 
-def rename_attributes(item: Item, renames: Mapping[str, str]) -> Item:
-    """Rename top-level attributes; values are untouched."""
+def rename_attributes(item: Item, renames: Mapping[str, str], key_names: tuple[str, ...] = ()) -> Item:
+    """Rename top-level attributes; values are untouched.
+
+    An item holding both a rename's `from` and its `to` would come out with one value for
+    both, the one whose attribute came last: RenameCollision instead, naming the item by its
+    `key_names` (its source key).
+    """
     if not renames:
         return item
-    return {renames.get(name, name): value for name, value in item.items()}
+    renamed = {renames.get(name, name): value for name, value in item.items()}
+    if len(renamed) != len(item):  # two names became one: cheap to test, rare to happen
+        raise _collision(item, renames, key_names)
+    return renamed
+
+
+def _collision(item: Item, renames: Mapping[str, str], key_names: tuple[str, ...]) -> RenameCollision:
+    """The rename whose `to` the item already holds under an attribute that keeps its name."""
+    kept = {name for name in item if name not in renames}
+    from_name, to_name = next((f, t) for f, t in renames.items() if f in item and t in kept)
+    return RenameCollision(describe_key(item, key_names), from_name, to_name)
+
+
+def describe_key(item: Item, key_names: tuple[str, ...]) -> str:
+    """The item's key as one line of DynamoDB JSON, `{"pk": {"S": "a"}, "sk": {"N": "1"}}`, for messages."""
+    key = {name: _printable(item[name]) for name in key_names if name in item}
+    return json.dumps(key, ensure_ascii=False) if key else "(key unknown)"
+
+
+def _printable(value: Mapping[str, Any]) -> dict[str, Any]:
+    """A key value (S, N or B) as JSON can show it: binary as base64, as DynamoDB JSON writes it
+    (the lean client's raw items carry it as base64 text already)."""
+    (kind, payload), = value.items()
+    if isinstance(payload, (bytes, bytearray)):
+        payload = base64.b64encode(payload).decode("ascii")
+    return {kind: payload}
 
 
 def is_expired(item: Item, ttl_attribute: str | None, now_seconds: float) -> bool:

@@ -11,6 +11,8 @@ import logging
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
+from migrator.errors import MetricsPortUnavailable
+
 log = logging.getLogger("migrator.metrics")
 
 WARN_LAG_SECONDS = 4 * 3600
@@ -54,8 +56,15 @@ class ReplicationMetrics:
         self._is_ready = False
         self._alert_level = 0
         if port is not None:
+            self._serve(port)
+
+    def _serve(self, port: int) -> None:
+        """Listen on the port now: built before anything is written, a port in use stops the job then."""
+        try:
             start_http_server(port, registry=self.registry)
-            log.info("Prometheus metrics on port %d", port)
+        except OSError as exc:
+            raise MetricsPortUnavailable(port, exc) from None
+        log.info("Prometheus metrics on port %d", port)
 
     def observe(
         self, *, records: int, puts: int, deletes: int, retries: int, shards: int, lag_seconds: float | None,

@@ -1,8 +1,9 @@
 """Secrets and their redaction: a value that never prints, and a renderer for configs.
 
 Credentials live in `Secret` from the moment the YAML is parsed; only the client factory
-calls `reveal()`. Anything written for humans or disk (logs, savepoints) goes through
-`redact_config`, which replaces every credential value with REDACTED.
+calls `reveal()`. A savepoint is the YAML with every value the model parsed as a `Secret`
+replaced (`config.redact_secrets`: by type, whatever the key's spelling), then passed through
+`redact_config`, which also replaces the values of the documented credential keys by name.
 """
 
 from __future__ import annotations

@@ -372,10 +372,10 @@ def _apply(task: ApplyTask, changes: list[ChangeRecord], counters: WriteCounters
         for change in changes:
             image = _lookup(task, change) if change.needs_lookup else change.new_image
             if change.operation == DELETE or image is None:
-                writer.delete(rename_attributes(change.keys, renames))
+                writer.delete(rename_attributes(change.keys, renames, tuple(change.keys)))
                 deletes += 1
             else:
-                writer.put(rename_attributes(image, renames))
+                writer.put(rename_attributes(image, renames, tuple(change.keys)))
                 puts += 1
         counters.add(writer.close())  # raises the first write failure
     return puts, deletes

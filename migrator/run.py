@@ -99,9 +99,9 @@ def migrate(
     streaming = config.target.stream_changes is True or config.kinesis is not None
     if streaming:
         checkpoint.check_writable(checkpoint.location(config))
+    metrics = ReplicationMetrics(config.ready_lag, config.metrics_port) if streaming else None  # binds metricsPort
     spark = spark_factory()
     saved = Checkpoint(spark, checkpoint.location(config)) if streaming else None
-    metrics = ReplicationMetrics(config.ready_lag, config.metrics_port) if streaming else None
     reinitializations = 0
     stream = None
     if saved is not None:
@@ -166,6 +166,7 @@ def _import_export(
     if chained:
         checkpoint.check_writable(checkpoint.location(config))
         live = chaining.find_live_stream(config, checks.manifests)
+    metrics = ReplicationMetrics(config.ready_lag, config.metrics_port) if chained else None  # binds metricsPort
     spark = spark_factory()
     saved = Checkpoint(spark, checkpoint.location(config)) if chained else None
     if saved is not None:
@@ -187,7 +188,7 @@ def _import_export(
         else:
             chaining.check_gap(config, live, checks.manifests.summary, imported=True)
     try:
-        result.replication = replicate(spark, loaded, stream, saved.where, should_stop)
+        result.replication = replicate(spark, loaded, stream, saved.where, should_stop, metrics)
     except CheckpointError as exc:
         raise chaining.chained_checkpoint_error(exc, saved.where) from None
     return result
@@ -264,7 +265,7 @@ def _savepoint_store(loaded: LoadedConfig, spark_factory: SparkFactory, source: 
     """The savepoint of this copy: named after both sides, in the folder savepoints.path names."""
     config = loaded.config
     identity = SavepointIdentity(source, _side(config.target, "target"))
-    return SavepointStore(savepoint_folders.open_folder(config.savepoints, spark_factory), loaded.raw, identity)
+    return SavepointStore(savepoint_folders.open_folder(config.savepoints, spark_factory), loaded.redacted_raw, identity)
 
 
 def _side(block, label: str, described: TableInfo | None = None) -> Side:
@@ -399,6 +400,7 @@ def _task(config: MigratorConfig, plan: SnapshotPlan, checks: Preflight, segment
         segment=segment,
         total_segments=plan.total_segments,
         renames=tuple(config.rename_map.items()),
+        key_names=checks.source.key_names,
         ttl_attribute=checks.ttl_attribute,
         copy_expired_items=config.source.copy_expired_items,
         consistent_read=config.source.consistent_read,

@@ -39,6 +39,7 @@ class SegmentTask:
     segment: int
     total_segments: int
     renames: tuple[tuple[str, str], ...] = ()
+    key_names: tuple[str, ...] = ()  # the source's key attributes: name an item in errors
     ttl_attribute: str | None = None
     copy_expired_items: bool = False
     consistent_read: bool = False
@@ -138,7 +139,7 @@ def _copy(task: SegmentTask, scan_counters: ScanCounters, write_counters: WriteC
                 if not task.copy_expired_items and is_expired(item, task.ttl_attribute, now):
                     skipped += 1
                     continue
-                batch.append(rename_attributes(item, renames))
+                batch.append(rename_attributes(item, renames, task.key_names))
                 if len(batch) == task.batch_size:
                     in_flight.append(pool.submit(write, batch))
                     batch = []

@@ -39,6 +39,7 @@ class SegmentFileTask:
     segment: int
     total_segments: int
     renames: tuple[tuple[str, str], ...] = ()
+    key_names: tuple[str, ...] = ()  # the source's key attributes: name an item in errors
     ttl_attribute: str | None = None
     copy_expired_items: bool = False
     consistent_read: bool = False
@@ -136,7 +137,7 @@ def _write_items(task: SegmentFileTask, encoder: DataFileEncoder, counters: Scan
             if not task.copy_expired_items and is_expired(item, task.ttl_attribute, now):
                 skipped += 1
                 continue
-            live.append(rename_attributes(item, renames))
+            live.append(rename_attributes(item, renames, task.key_names))
         item_bytes += sum(item_size_bytes(item) for item in live)
         encoder.write_items(live)
         if task.max_file_bytes is not None and encoder.size_bytes >= task.max_file_bytes:

@@ -7,9 +7,10 @@ import os
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
-# Spark's default redaction pattern plus our credential key names, set before the session
-# starts so nothing in the UI, event logs or `spark.conf` shows a credential.
-REDACTION_REGEX = r"(?i)secret|password|token|access[.]?key|credential|sessionToken"
+# Spark's default redaction pattern plus our credential key names in every spelling
+# (accessKey, access.key, access_key), set before the session starts so nothing in the UI,
+# event logs or `spark.conf` shows a credential.
+REDACTION_REGEX = r"(?i)secret|password|token|access[._-]?key|credential"
 
 # For a driver that runs the whole job (local[*]): the JVM only schedules and relays while
 # Python workers do the data work, so its CPU is mostly a fixed start-up cost.

@@ -8,7 +8,9 @@ through `${...}` environment references, as a user's would.
 from __future__ import annotations
 
 import socket
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import boto3
 import pytest
@@ -28,6 +30,15 @@ def closed_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+@contextmanager
+def busy_port() -> Iterator[int]:
+    """A port another process listens on, on every address (as a second migrator's metrics would)."""
+    with socket.socket() as listener:
+        listener.bind(("", 0))
+        listener.listen()
+        yield listener.getsockname()[1]
 
 
 def expectations(name: str) -> tuple[int, list[str]]:
@@ -60,16 +71,17 @@ def test_bad_config_is_refused_before_anything_is_written(name, dynamodb, endpoi
     (tmp_path / "savepoints").mkdir()
     (tmp_path / "savepoints" / "a-file").write_text("a file, not a directory")
     endpoint = endpoint_block(endpoint_url)
-    env = {
-        "SOURCE_TABLE": source,
-        "TARGET_TABLE": target,
-        "ENDPOINT_HOST": endpoint["host"],
-        "ENDPOINT_PORT": str(endpoint.get("port", 443)),
-        "CLOSED_PORT": str(closed_port()),
-        "SAVEPOINTS": str(tmp_path / "savepoints"),
-    }
-
-    result = run_job(BAD_CONFIGS / f"{name}.yaml", env=env)
+    with busy_port() as port:
+        env = {
+            "SOURCE_TABLE": source,
+            "TARGET_TABLE": target,
+            "ENDPOINT_HOST": endpoint["host"],
+            "ENDPOINT_PORT": str(endpoint.get("port", 443)),
+            "CLOSED_PORT": str(closed_port()),
+            "BUSY_PORT": str(port),
+            "SAVEPOINTS": str(tmp_path / "savepoints"),
+        }
+        result = run_job(BAD_CONFIGS / f"{name}.yaml", env=env)
 
     assert result.returncode == exit_code, result.stderr
     assert_one_clear_line(result, texts)
@@ -120,3 +132,18 @@ def test_invalid_credentials_are_refused_when_the_endpoint_checks_them(table_nam
         assert_one_clear_line(result, [f"describing target table {target!r}", "rejected the credentials"])
         assert "wrong-secret-planted-in-config" not in result.stderr + result.stdout
         assert target not in list_tables(admin)
+
+
+def test_spark_that_cannot_start_is_one_line_and_nothing_written(dynamodb, endpoint_url, table_name, tmp_path):
+    """An OSError at start-up (here: SPARK_HOME names no Spark, so launching it fails): one line, exit 2."""
+    source, target = table_name("nospark-src"), table_name("nospark-dst")
+    create_sample_table(dynamodb, source)
+    config = write_config(tmp_path, {"source": side(endpoint_url, source), "target": side(endpoint_url, target)})
+    no_spark = tmp_path / "no-spark-here"
+
+    result = run_job(config, env={"SPARK_HOME": str(no_spark)})
+
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert_one_clear_line(result, ["starting Spark", str(no_spark), "nothing was written", "SPARK_HOME"])
+    assert target not in list_tables(dynamodb)
+    assert not list((tmp_path / "savepoints").glob("savepoint_*")), "a savepoint was written"

@@ -14,15 +14,17 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+import yaml
 
 from all_types import by_key
-from conftest import list_tables, put_items, scan_all, side, write_config
+from conftest import list_tables, put_items, run_job, scan_all, side, write_config
 from migrator import chaining
 from migrator.config import load_config
 from migrator.errors import CheckpointError, ConfigError, StreamGap
 from migrator.items import to_dynamodb_json
 from migrator.run import migrate
 from s3_exports import DYNAMODB_JSON, DataFileSpec, create_bucket, dynamodb_numbers, full_lines, write_export
+from test_bad_input import assert_one_clear_line, busy_port
 from test_replicate_checkpoint import age_checkpoint, list_commits
 from test_replicate_kinesis import create_stream
 
@@ -224,6 +226,23 @@ def test_a_live_table_without_a_stream_is_refused_and_no_stream_is_enabled(s3, d
     assert f"table {live!r} has no stream" in message and "a stream enabled now would hold only the changes" in message
     assert "take a new export of the table while its stream is enabled" in message
     assert not stream_of(dynamodb, live).get("StreamEnabled"), "a stream was enabled on the live table"
+    assert_nothing_written(dynamodb, tmp_path, target)
+
+
+def test_a_metrics_port_in_use_is_refused_before_the_import(s3, dynamodb, endpoint_url, table_name, tmp_path):
+    """Through the command line, as a user runs it: one line, exit 2, not an import followed by a traceback."""
+    live, target = table_name("live-port"), table_name("chained-port")
+    create_live_table(dynamodb, live)
+    export = export_live_table(s3, dynamodb, live, files=1)
+    config = chained_config(tmp_path, endpoint_url, export, live, target)
+    document = yaml.safe_load(config.read_text())
+    with busy_port() as port:
+        document["metricsPort"] = port
+        config.write_text(yaml.safe_dump(document))
+        result = run_job(config)
+
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert_one_clear_line(result, [f"metricsPort {port} is already in use", "nothing was written"])
     assert_nothing_written(dynamodb, tmp_path, target)
 
 

@@ -613,3 +613,108 @@ def test_errors_never_show_a_secret():
                                                     "sessionTokn": PLANTED[2]}}))
     assert error.key_path == "source.credentials.sessionTokn"
     assert not any(secret in str(error) for secret in PLANTED)
+
+
+# ---- credentials are redacted by their type, whatever their spelling ----
+
+
+def secret_field_paths(model: type, prefix: tuple = ()) -> list[tuple[tuple[str, str], ...]]:
+    """Every field under `model` that holds a Secret, as paths of (python name, YAML alias)."""
+    from pydantic import BaseModel
+
+    paths = []
+    for name, found in model.model_fields.items():
+        step = (*prefix, (name, found.alias or name))
+        if "Secret" in str(found.annotation):
+            paths.append(step)
+        nested = [a for a in getattr(found.annotation, "__args__", (found.annotation,))
+                  if isinstance(a, type) and issubclass(a, BaseModel)]
+        for inner in nested:
+            paths += secret_field_paths(inner, step)
+    return paths
+
+
+def credentials_block(spelling: int, tag: str) -> tuple[dict, list[str]]:
+    """Every credential field of a block (the model's Secret fields, now and any added later), spelled
+    by alias (0: accessKey) or by field name (1: access_key), each with its own planted value, and an
+    assumeRole block in the same spelling."""
+    from migrator.config import Credentials
+
+    block: dict = {}
+    planted = []
+    for path in secret_field_paths(Credentials):
+        node = block
+        for step in path[:-1]:
+            node = node.setdefault(step[spelling], {})
+        planted.append(f"planted-{tag}-{path[-1][0]}-{spelling}-5b7e")
+        node[path[-1][spelling]] = planted[-1]
+    role = {"arn": "arn:aws:iam::123456789012:role/migrator", "sessionName": "copy"}
+    block["assumeRole" if spelling == 0 else "assume_role"] = (
+        role if spelling == 0 else {"arn": role["arn"], "session_name": "copy"}
+    )
+    return block, planted
+
+
+def test_the_model_marks_every_credential_as_a_secret():
+    from migrator.config import Credentials
+
+    names = {path[-1][0] for path in secret_field_paths(Credentials)}
+    assert {"access_key", "secret_key", "session_token"} <= names
+
+
+@pytest.mark.parametrize("spelling", [0, 1], ids=["camelCase", "snake_case"])
+def test_every_accepted_spelling_of_a_credential_is_redacted_from_what_savepoints_hold(spelling, tmp_path):
+    from migrator.savepoints import SavepointStore, SnapshotProgress
+
+    source_credentials, source_planted = credentials_block(spelling, "source")
+    target_credentials, target_planted = credentials_block(spelling, "target")
+    loaded = load({"source.credentials": source_credentials, "target.credentials": target_credentials,
+                   "source.scanSegments": 4})
+    planted = source_planted + target_planted
+    assert loaded.config.source.credentials.secret_key.reveal() in planted, "the secrets were read"
+    store = SavepointStore(str(tmp_path), loaded.redacted_raw, "src", "tgt")
+    store.save(SnapshotProgress("src", "tgt", 4, frozenset({1})))
+
+    written = store.path.read_text()
+    text = yaml.safe_dump(loaded.redacted_raw) + written
+    for secret in planted:
+        assert secret not in text
+    saved = yaml.safe_load(written)
+    assert saved["source"]["credentials"]["assumeRole" if spelling == 0 else "assume_role"]["arn"].endswith("role/migrator")
+    assert saved["skipSegments"] == [1] and saved["source"]["table"] == "src"
+    assert loaded.raw["source"]["credentials"] == source_credentials, "the raw document is left as written"
+
+
+@pytest.mark.parametrize("spelling", [0, 1], ids=["camelCase", "snake_case"])
+def test_an_export_sources_stream_source_credentials_are_redacted_too(spelling):
+    credentials, planted = credentials_block(spelling, "live")
+    loaded = parse_config(yaml.safe_dump({
+        "source": {"type": "dynamodb-s3-export", "bucket": "b", "manifestKey": "AWSDynamoDB/x/manifest-summary.json",
+                   "region": "us-east-1", "credentials": credentials,
+                   "streamSource": {"type": "dynamodb", "table": "live", "region": "us-east-1",
+                                    "credentials": credentials}},
+        "target": {"type": "dynamodb", "table": "tgt", "region": "us-east-1", "streamChanges": True},
+    }), FILE)  # fmt: skip
+
+    text = yaml.safe_dump(loaded.redacted_raw)
+    assert not any(secret in text for secret in planted)
+    assert text.count("<redacted>") == 2 * len(planted)
+
+
+def test_redaction_keeps_everything_else_as_written(monkeypatch):
+    monkeypatch.setenv("MIGRATOR_TEST_TABLE", "src")
+    loaded = load({"source.table": "${MIGRATOR_TEST_TABLE}", "source.credentials": {"access_key": "a", "secretKey": "s"},
+                   "savepoints.intervalSeconds": 60, "renames": [{"from": "a", "to": "b"}]})
+
+    redacted = loaded.redacted_raw
+
+    assert redacted["source"]["credentials"] == {"access_key": "<redacted>", "secretKey": "<redacted>"}
+    assert redacted["source"]["table"] == "${MIGRATOR_TEST_TABLE}"
+    assert redacted["savepoints"]["intervalSeconds"] == 60 and redacted["renames"] == [{"from": "a", "to": "b"}]
+
+
+@pytest.mark.parametrize("credentials", ["AKIAPLANTED0000001:planted-secret-key-4e1d", ["planted-secret-key-4e1d"]])
+def test_credentials_of_the_wrong_shape_are_refused_without_echoing_them(credentials):
+    error = refusal(variant({"source.credentials": credentials}))
+    assert error.key_path == "source.credentials"
+    assert "planted-secret-key-4e1d" not in str(error)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import inspect
 import pickle
 
@@ -19,9 +20,11 @@ from migrator.errors import (
     ExportPathError,
     ExportUnfinished,
     InvalidCredentials,
+    MetricsPortUnavailable,
     MigratorError,
     RecordedTargetMissing,
     RecordedTargetReplaced,
+    RenameCollision,
     ResourceNotFound,
     SameTable,
     SavepointError,
@@ -29,6 +32,7 @@ from migrator.errors import (
     SourceError,
     SourceTableNotFound,
     StreamGap,
+    StartupFailed,
     StreamNotEnabled,
     TargetError,
     TargetSchemaMismatch,
@@ -77,6 +81,12 @@ EXAMPLES: list[tuple[MigratorError, dict[str, object]]] = [
     (SegmentFailed(4, 16, "PutItem table tgt: denied", retryable=False), {"segment": 4, "retryable": False}),
     (CheckpointError("the stream offset belongs to stream A", "./checkpoints/migrator_src"),
      {"reason": "the stream offset belongs to stream A", "location": "./checkpoints/migrator_src"}),
+    (StartupFailed("starting Spark", "No such file or directory (/opt/spark/bin/spark-submit)", "Check SPARK_HOME"),
+     {"doing": "starting Spark"}),
+    (MetricsPortUnavailable(9100, OSError(errno.EADDRINUSE, "Address already in use")),
+     {"port": 9100, "doing": "metricsPort 9100 is already in use"}),
+    (RenameCollision('{"pk": {"S": "a"}}', "custId", "customerId"),
+     {"key": '{"pk": {"S": "a"}}', "from_name": "custId", "to_name": "customerId"}),
     (CheckpointError("the stream offset is damaged (not JSON)"),
      {"reason": "the stream offset is damaged (not JSON)", "location": None}),
 ]
@@ -120,7 +130,7 @@ def test_pickle_round_trip_with_every_protocol(error, attributes):
 
 def test_hierarchy_matches_the_module_docstring():
     for cls in (ConfigError, UnsupportedFeature, AwsError, SourceError, TargetError, SavepointError, SegmentFailed,
-                CheckpointError):
+                CheckpointError, StartupFailed, RenameCollision):
         assert cls.__bases__ == (MigratorError,)
     for cls in (EndpointUnreachable, InvalidCredentials, AccessDenied, ResourceNotFound, TransientAwsError,
                 AwsRequestFailed):
@@ -131,6 +141,7 @@ def test_hierarchy_matches_the_module_docstring():
     assert WriteFailed.__bases__ == (TargetError,)
     assert ExportPathError.__bases__ == (TargetError,) and ExportUnfinished.__bases__ == (TargetError,)
     assert ExportExists.__bases__ == (ExportPathError,)
+    assert MetricsPortUnavailable.__bases__ == (StartupFailed,)
     assert issubclass(MigratorError, Exception)
 
 
@@ -184,3 +195,14 @@ def test_exit_codes_separate_user_fixes_from_transient_failures():
     assert WriteFailed("t", 1, 1).exit_code == 1
     assert ExportExists("p", ["p/AWSDynamoDB/x/"], True).exit_code == 2  # found before anything is written
     assert ExportUnfinished("p/AWSDynamoDB/x/", "boom").exit_code == 1
+    assert StartupFailed("starting Spark", "boom", "fix it").exit_code == 2  # before anything is written
+    assert MetricsPortUnavailable(9100, OSError(errno.EACCES, "Permission denied")).exit_code == 2
+    assert RenameCollision("{}", "a", "b").exit_code == 1  # found while copying: rerun to resume
+
+
+def test_startup_messages_say_nothing_was_written_and_the_ways_out():
+    busy = str(MetricsPortUnavailable(9100, OSError(errno.EADDRINUSE, "Address already in use")))
+    assert busy.startswith("metricsPort 9100 is already in use: another process")
+    assert "nothing was written" in busy and "ss -ltnp 'sport = :9100'" in busy and "remove metricsPort" in busy
+    denied = str(MetricsPortUnavailable(80, OSError(errno.EACCES, "Permission denied")))
+    assert denied.startswith("metricsPort 80 cannot be opened: Permission denied; nothing was written")

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import copy
 import json
+import pickle
 
 import pytest
 
+from migrator.errors import RenameCollision
 from migrator.items import (
     TTL_IGNORED_AFTER_SECONDS,
     from_dynamodb_json,
@@ -134,6 +136,45 @@ def test_rename_attributes_keeps_values_identical():
     renamed = rename_attributes(ALL_TYPES_ITEM, {"pk": "id"})
     assert renamed["id"] is ALL_TYPES_ITEM["pk"]
     assert {k: v for k, v in renamed.items() if k != "id"} == {k: v for k, v in ALL_TYPES_ITEM.items() if k != "pk"}
+
+
+@pytest.mark.parametrize("order", ["from first", "to first"])
+def test_an_item_with_both_the_from_and_the_to_attribute_is_refused_naming_its_key(order):
+    """Renamed, both would land on one name and one value would be dropped, which one by attribute order."""
+    attributes = [("old", {"S": "from-value"}), ("new", {"S": "to-value"})]
+    if order == "to first":
+        attributes.reverse()
+    item = {"pk": {"S": "user#7"}, "sk": {"N": "42"}, "blob": {"B": b"\x00"}, **dict(attributes)}
+
+    with pytest.raises(RenameCollision) as refused:
+        rename_attributes(item, {"old": "new"}, ("pk", "sk"))
+
+    message = str(refused.value)
+    assert '{"pk": {"S": "user#7"}, "sk": {"N": "42"}}' in message
+    assert "'old'" in message and "'new'" in message and "Ways out" in message
+    assert refused.value.exit_code == 1 and not refused.value.retryable
+    assert (refused.value.from_name, refused.value.to_name) == ("old", "new")
+
+
+def test_a_collision_through_a_chain_of_renames_names_the_rename_that_lands_on_a_kept_name():
+    item = {"id": {"B": b"\x01\x02"}, "b": {"S": "1"}, "c": {"S": "2"}}  # b -> c while c stays
+
+    with pytest.raises(RenameCollision) as refused:
+        rename_attributes(item, {"a": "b", "b": "c"}, ("id",))
+
+    assert (refused.value.from_name, refused.value.to_name) == ("b", "c")
+    assert '{"id": {"B": "AQI="}}' in str(refused.value), "binary keys show as base64"
+
+
+def test_renames_that_move_names_along_a_chain_do_not_collide():
+    item = {"a": {"S": "1"}, "b": {"S": "2"}}
+    assert rename_attributes(item, {"a": "b", "b": "c"}) == {"b": {"S": "1"}, "c": {"S": "2"}}
+
+
+def test_a_collision_error_pickles_back_from_an_executor():
+    error = RenameCollision('{"pk": {"S": "a"}}', "old", "new")
+    copy_ = pickle.loads(pickle.dumps(error))
+    assert type(copy_) is RenameCollision and str(copy_) == str(error) and copy_.to_name == "new"
 
 
 def test_rename_attributes_swaps_names():

@@ -113,3 +113,13 @@ def test_redact_config_passes_scalars_and_lists_through():
     assert redact_config("text") == "text"
     assert redact_config(None) is None
     assert redact_config([{"accessKey": "x"}, 3]) == [{"accessKey": REDACTED}, 3]
+
+
+@pytest.mark.parametrize("key", ["spark.hadoop.fs.s3a.access.key", "fs.s3a.secret.key", "my.access_key",
+                                 "x.accessKey", "x.sessionToken", "x.session_token", "x.credentials"])
+def test_sparks_redaction_regex_covers_every_spelling_of_a_credential_key(key):
+    import re
+
+    from migrator.spark import REDACTION_REGEX
+
+    assert re.search(REDACTION_REGEX, key)
