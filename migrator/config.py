@@ -34,7 +34,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from migrator.connection import ClientSpec
+from migrator.connection import DEFAULT_THROTTLING_GIVE_UP_SECONDS, ClientSpec
 from migrator.errors import ConfigError, UnsupportedFeature
 from migrator.redact import REDACTED, Secret
 
@@ -193,6 +193,8 @@ class _Endpointed(_Connected):
     table: str = Field(min_length=3, max_length=255, pattern=r"^[a-zA-Z0-9_.\-]+$")
     remove_consumed_capacity: bool | None = None
     alternator: AlternatorOptions | None = None
+    # Throttled requests are retried until this long passes without one getting through.
+    throttling_give_up_minutes: float = Field(default=DEFAULT_THROTTLING_GIVE_UP_SECONDS / 60, gt=0)
 
     @property
     def is_alternator(self) -> bool:
@@ -213,7 +215,7 @@ class _Endpointed(_Connected):
 
     def client_spec(self, label: str) -> ClientSpec:
         """The picklable connection description executors build clients from."""
-        spec = super().client_spec(label)
+        spec = replace(super().client_spec(label), throttling_give_up_seconds=self.throttling_give_up_minutes * 60)
         options = self.alternator or AlternatorOptions()
         if options.max_connections:
             spec = replace(spec, max_pool_connections=options.max_connections)

@@ -11,6 +11,10 @@ from dataclasses import dataclass, replace
 
 from migrator.redact import Secret
 
+# Long by default: throttling slows a migration down; only a table nobody can write for an
+# hour stops it.
+DEFAULT_THROTTLING_GIVE_UP_SECONDS = 3600.0
+
 
 @dataclass(frozen=True)
 class ClientSpec:
@@ -29,6 +33,9 @@ class ClientSpec:
     read_timeout_seconds: float = 60.0
     # Adaptive retries: attempts per call, including the first (botocore's max_attempts).
     max_attempts: int = 10
+    # DynamoDB data plane: how long a throttled request may go without progress before the job
+    # gives up (throttlingGiveUpMinutes; see migrator.throttling).
+    throttling_give_up_seconds: float = DEFAULT_THROTTLING_GIVE_UP_SECONDS
     # S3 only: "path" or "virtual" (source.usePathStyleAccess); None leaves botocore's choice.
     s3_addressing_style: str | None = None
 

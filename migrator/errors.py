@@ -11,6 +11,7 @@
     │   ├── AccessDenied             the credentials lack a permission
     │   ├── ResourceNotFound         table (or other resource) does not exist
     │   ├── TransientAwsError        retryable: throttling, 5xx
+    │   ├── Throttled                throttled with no progress for throttlingGiveUpMinutes (migrator.throttling)
     │   └── AwsRequestFailed         any other rejection (validation, limits)
     ├── SourceError
     │   ├── SourceTableNotFound
@@ -18,7 +19,6 @@
     ├── TargetError
     │   ├── TargetSchemaMismatch     existing target has other keys
     │   ├── SameTable                the target is the source table itself
-    │   ├── WriteFailed              items could not be written after retries
     │   ├── ExportPathError          target.path cannot take an S3 export (found before writing)
     │   │   └── ExportExists         target.path already holds an export, finished or not
     │   └── ExportUnfinished         writing an S3 export failed part way; says what to delete
@@ -156,6 +156,27 @@ class AwsRequestFailed(AwsError):
     exit_code = 1
 
 
+class Throttled(AwsError):
+    """Throttled for the side's whole give-up time without one request getting through (see migrator.throttling).
+
+    Not retryable: the time to wait was given in the config and has passed.
+    """
+
+    exit_code = 1
+
+    def __init__(self, action: str, resource: str, code: str, give_up_minutes: float, side: str):
+        self.side = side
+        percent = "throughputReadPercent" if side == "source" else "throughputWritePercent"
+        super().__init__(
+            action,
+            resource,
+            f"throttled ({code}) for {give_up_minutes:g} minutes without a single request getting through; "
+            f"raise the table's capacity (or switch it to on-demand), lower {side}.{percent}, or give it "
+            f"longer with {side}.throttlingGiveUpMinutes, then rerun to resume",
+            code,
+        )
+
+
 class SourceError(MigratorError):
     exit_code = 2
 
@@ -209,19 +230,6 @@ class TargetSchemaMismatch(TargetError):
             f"target table {table!r} exists with key schema {actual}, but the source "
             f"(after renames) has {expected}: nothing was written; drop or rename the "
             "target table, or point target.table at a table with the same keys"
-        )
-
-
-class WriteFailed(TargetError):
-    exit_code = 1
-
-    def __init__(self, table: str, unwritten: int, attempts: int):
-        self.table = table
-        self.unwritten = unwritten
-        super().__init__(
-            f"writing to {table!r}: {unwritten} items still unprocessed after {attempts} "
-            "attempts; lower target.throughputWritePercent or raise the table's write capacity, "
-            "then rerun to resume"
         )
 
 

@@ -4,7 +4,10 @@ DynamoDB tells what a call cost only in its response. A sequential caller (a Sca
 `spend()` what a call consumed and `wait()` before the next until the debt is repaid.
 Concurrent callers (a task's write threads) must `acquire()` an estimate before sending,
 or every thread would pass `wait()` before any had paid, then `settle()` the difference.
-One bucket per task: the plan divides the table-wide rate among concurrent tasks.
+One bucket per task: the plan divides the table-wide rate among concurrent tasks. A bucket
+that starts full lets a task spend its first second's worth at once, which is right for a
+snapshot's few long tasks; replication starts a task per shard every micro-batch, and those
+bursts would add up to more than the rate, so its buckets start empty.
 """
 
 from __future__ import annotations
@@ -16,10 +19,10 @@ import time
 class CapacityLimiter:
     """Keeps the long-run spend at or below `units_per_second` (None: unlimited)."""
 
-    def __init__(self, units_per_second: float | None, burst_seconds: float = 1.0):
+    def __init__(self, units_per_second: float | None, burst_seconds: float = 1.0, *, starts_empty: bool = False):
         self.units_per_second = units_per_second
         self._capacity = (units_per_second or 0) * burst_seconds
-        self._tokens = self._capacity
+        self._tokens = 0.0 if starts_empty else self._capacity
         self._updated = time.monotonic()
         self._lock = threading.Lock()
         self.waited_seconds = 0.0

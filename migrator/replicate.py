@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 import signal
 import threading
@@ -31,12 +32,14 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
-from migrator.config import LoadedConfig, load_config
+from migrator import aws
+from migrator.config import LoadedConfig, MigratorConfig, load_config
 from migrator.connection import ClientSpec
 from migrator.checkpoint import Checkpoint
 from migrator.errors import CheckpointError, MigratorError, rebuild_error
-from migrator.items import rename_attributes, to_dynamodb_json
+from migrator.items import item_size_bytes, rename_attributes, to_dynamodb_json
 from migrator.metrics import ReplicationMetrics
+from migrator.plan import planned_units
 from migrator.ratelimit import CapacityLimiter
 from migrator.spark import leave_ctrl_c_to_the_driver
 from migrator.stream.collapse import collapse, drop_filtered, key_repr
@@ -48,6 +51,7 @@ from migrator.stream.offsets import ShardPosition, StreamOffset
 from migrator.stream import key_state
 from migrator.stream.records import DELETE, ChangeRecord
 from migrator.stream.shards import depth, readable_shards
+from migrator.target import tables
 from migrator.target.pipeline import PipelinedWriter
 from migrator.target.writer import WriteCounters
 from migrator.wire import wire_client
@@ -294,6 +298,11 @@ class ApplyTask:
     skip_replicated_writes: bool = False
     # Kinesis: keys whose changes in this batch are not newer than the ones applied before.
     stale_keys: frozenset[str] = frozenset()
+    # This partition's share of the target's write rate and the live table's read rate (for
+    # lookups), in capacity units per second; None: unpaced.
+    write_units_per_second: float | None = None
+    read_units_per_second: float | None = None
+    source_reports_capacity: bool = True
 
 
 @dataclass(frozen=True)
@@ -365,12 +374,15 @@ def _apply(task: ApplyTask, changes: list[ChangeRecord], counters: WriteCounters
     """
     renames = dict(task.renames)
     puts = deletes = 0
+    # Buckets start empty: a full one would let every partition of every batch burst.
+    writes = CapacityLimiter(task.write_units_per_second, starts_empty=True)
+    lookups = CapacityLimiter(task.read_units_per_second, starts_empty=True)
     with PipelinedWriter(
         task.target, task.target_table, batch_size=task.batch_size,
-        limiter=CapacityLimiter(None), report_capacity=task.target_reports_capacity,
+        limiter=writes, report_capacity=task.target_reports_capacity,
     ) as writer:  # fmt: skip
         for change in changes:
-            image = _lookup(task, change) if change.needs_lookup else change.new_image
+            image = _lookup(task, change, lookups) if change.needs_lookup else change.new_image
             if change.operation == DELETE or image is None:
                 writer.delete(rename_attributes(change.keys, renames, tuple(change.keys)))
                 deletes += 1
@@ -381,10 +393,54 @@ def _apply(task: ApplyTask, changes: list[ChangeRecord], counters: WriteCounters
     return puts, deletes
 
 
-def _lookup(task: ApplyTask, change: ChangeRecord):
-    """The item's current state in the source (the stream did not carry it), or None if gone."""
-    response = wire_client(task.source).get_item(TableName=task.source_table, Key=change.keys, ConsistentRead=True)
-    return response.get("Item")
+def _lookup(task: ApplyTask, change: ChangeRecord, limiter: CapacityLimiter):
+    """The item's current state in the source (the stream did not carry it), or None if gone.
+
+    Paced like the snapshot's Scan: a strongly consistent GetItem costs a read unit per
+    started 4 KB of the item, and one when there is no item.
+    """
+    limiter.acquire(1.0)
+    request = {"TableName": task.source_table, "Key": change.keys, "ConsistentRead": True}
+    if task.source_reports_capacity:
+        request["ReturnConsumedCapacity"] = "TOTAL"
+    response = wire_client(task.source).get_item(**request)
+    item = response.get("Item")
+    limiter.settle(_lookup_units(response if task.source_reports_capacity else {}, item) - 1.0)
+    return item
+
+
+def _lookup_units(response: dict[str, Any], item: dict[str, Any] | None) -> float:
+    """Reported capacity, or one unit per started 4 KB of the item (at least one)."""
+    consumed = response.get("ConsumedCapacity")
+    if consumed and "CapacityUnits" in consumed:
+        return float(consumed["CapacityUnits"])
+    return float(math.ceil(item_size_bytes(item) / 4096) or 1) if item else 1.0
+
+
+def replication_rates(config: MigratorConfig) -> tuple[float, float]:
+    """The target's write rate and the live table's read rate for lookups, in units per second,
+    as the snapshot plans them: writeThroughput (else the table's capacity) × throughputWritePercent,
+    and readThroughput × throughputReadPercent."""
+    target, live = config.target, config.live_source
+    write_capacity = 0 if target.write_throughput else _capacity(target, "target")[1]
+    read_capacity = 0 if live.read_throughput else _capacity(live, "source")[0]
+    return (
+        planned_units(target.write_throughput, write_capacity, target.throughput_write_percent),
+        planned_units(live.read_throughput, read_capacity, live.throughput_read_percent),
+    )
+
+
+def _capacity(block: Any, label: str) -> tuple[int, int]:
+    """The table's provisioned (read, write) units; zeros when on-demand (or already gone: its next call says so)."""
+    described = tables.describe_table(aws.client(block.client_spec(label).for_control_plane()), block.table, label)
+    return (described.read_capacity, described.write_capacity) if described else (0, 0)
+
+
+def partition_share(task: ApplyTask, rates: tuple[float, float], partitions: int, parallelism: int) -> ApplyTask:
+    """The task for one partition of a batch: the rates divided among the partitions that run at once."""
+    at_once = max(1, min(partitions, parallelism))
+    write_units, read_units = rates
+    return replace(task, write_units_per_second=write_units / at_once, read_units_per_second=read_units / at_once)
 
 
 # ---- the query: runs on the driver until Ctrl+C ----
@@ -449,6 +505,13 @@ def replicate(
         target_reports_capacity=not config.target.strips_consumed_capacity,
         skip_ttl_deletions=config.target.skip_ttl_deletions,
         skip_replicated_writes=config.target.skip_replicated_writes,
+        source_reports_capacity=not live.strips_consumed_capacity,
+    )
+    rates = replication_rates(config)
+    log.info(
+        "replication paced to %s WCU/s of writes (target.writeThroughput × throughputWritePercent) and %s RCU/s "
+        "of source lookups for changes without their new image (readThroughput × throughputReadPercent)",
+        f"{rates[0]:,.0f}", f"{rates[1]:,.0f}",
     )
     summary = ReplicationSummary()
     metrics = metrics or ReplicationMetrics(config.ready_lag, config.metrics_port)
@@ -467,7 +530,9 @@ def replicate(
             spark.sparkContext.setJobDescription(f"replicate {live.table} → {config.target.table}: batch {batch_id}")
             orders = batch.rdd.mapPartitions(newest_orders).collect() if keeper is not None else []
             newest = key_state.newest_per_key((key, order) for key, order, _ in orders)
-            batch_task = replace(task, stale_keys=keeper.stale_keys(batch_id, newest)) if keeper is not None else task
+            batch_task = partition_share(task, rates, batch.rdd.getNumPartitions(), spark.sparkContext.defaultParallelism)
+            if keeper is not None:
+                batch_task = replace(batch_task, stale_keys=keeper.stale_keys(batch_id, newest))
             # A partition per shard, applied where it was read: no shuffle. All the changes of
             # one key in a batch are in one shard: siblings of a split hold disjoint keys, and
             # a child is read only in a batch after the one that finished its parent.

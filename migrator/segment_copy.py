@@ -114,6 +114,7 @@ def _copy(task: SegmentTask, scan_counters: ScanCounters, write_counters: WriteC
             writer = per_thread.writer = BatchWriter(
                 wire_client(task.target), task.target_table, batch_size=task.batch_size,
                 limiter=limiter, counters=counters, report_capacity=task.target_reports_capacity,
+                give_up_seconds=task.target.throttling_give_up_seconds,
             )  # fmt: skip
         for item in items:
             writer.put(item)

@@ -25,7 +25,6 @@ Responses look like boto3's where the migrator reads them: `Items`, `LastEvaluat
 from __future__ import annotations
 
 import json
-import random
 import threading
 import time
 from dataclasses import dataclass
@@ -40,21 +39,17 @@ from botocore.exceptions import HTTPClientError
 from migrator import aws, errors
 from migrator.aws import translate_error, translated
 from migrator.connection import ClientSpec
+from migrator.throttling import THROTTLING_CODES, ThrottledRetry, backoff_seconds
 
 _clients: dict[ClientSpec, "WireClient"] = {}
 _clients_lock = threading.Lock()
 
-# Error codes worth another attempt: throttling and the service's own transient failures.
-RETRYABLE_CODES = {
-    "ProvisionedThroughputExceededException",
-    "ThrottlingException",
-    "RequestLimitExceeded",
-    "InternalServerError",
-    "ServiceUnavailable",
-    "LimitExceededException",
-}
-BACKOFF_BASE_SECONDS = 0.05
-BACKOFF_MAX_SECONDS = 5.0
+# Error codes worth another attempt: throttling (retried until the side's give-up time passes
+# without progress, see migrator.throttling) and the service's own transient failures (retried
+# `max_attempts` times in all).
+RETRYABLE_CODES = THROTTLING_CODES | {"InternalServerError", "ServiceUnavailable", "LimitExceededException"}
+# What each operation does, for messages: "scanning source table 'orders'".
+_ACTIONS = {"Scan": "scanning", "BatchWriteItem": "writing to", "GetItem": "reading from"}
 
 
 def wire_client(spec: ClientSpec) -> "WireClient":
@@ -92,14 +87,28 @@ class WireClient:
     def _call(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
         body = json.dumps(request, separators=(",", ":")).encode("utf-8")
         route = self._route(operation, request)
-        for attempt in range(self._spec.max_attempts):
-            if attempt:  # exponential back-off with full jitter
-                time.sleep(random.uniform(0, min(BACKOFF_MAX_SECONDS, BACKOFF_BASE_SECONDS * 2**attempt)))
+        failures = 0  # transient failures other than throttling
+        throttled: ThrottledRetry | None = None
+        while True:
             response, transient = self._attempt(operation, route, body)
             if response is not None:
-                response.setdefault("ResponseMetadata", {})["RetryAttempts"] = attempt
+                retries = failures + (throttled.retries if throttled else 0)
+                response.setdefault("ResponseMetadata", {})["RetryAttempts"] = retries
                 return response
-        raise transient
+            if transient.code in THROTTLING_CODES:
+                throttled = throttled or self._throttled_retry(operation, request)
+                throttled.wait(transient.code)  # raises Throttled once the give-up time has passed
+                continue
+            failures += 1
+            if failures >= self._spec.max_attempts:
+                raise transient
+            time.sleep(backoff_seconds(failures))
+
+    def _throttled_retry(self, operation: str, request: dict[str, Any]) -> ThrottledRetry:
+        table = request.get("TableName") or next(iter(request.get("RequestItems", {})), "?")
+        resource = f"{self._spec.label} table {table!r}"
+        action = _ACTIONS.get(operation, operation)
+        return ThrottledRetry(action, resource, self._spec.label, self._spec.throttling_give_up_seconds)
 
     def _attempt(
         self, operation: str, route: "_Route", body: bytes

@@ -14,6 +14,16 @@ gets one fault picked from ``faults``:
 - "drop": the request IS forwarded (the write may happen), then the client
   connection is closed without a response (botocore: ConnectionClosedError).
 
+``throttle("BatchWriteItem", 60)`` answers every such request with
+ProvisionedThroughputExceededException (HTTP 400, DynamoDB's JSON error) for 60 seconds from
+the first one that arrives, whatever ``fault_rate`` says: sustained throttling, as a table far
+over its capacity sees it, starting when the job's writes do (however long the job takes to
+start). With ``answer="unprocessed"``, BatchWriteItem requests are answered HTTP 200 with
+every item in ``UnprocessedItems`` instead (nothing written), as DynamoDB answers a batch
+it has no capacity for item by item. ``counts["throttled"]`` counts those answers;
+``first_throttled`` and ``last_throttled`` say when the first and the last were sent
+(``time.monotonic()``).
+
 ``hold_next("BatchWriteItem")`` parks the next such request: neither forwarded nor answered
 until ``release_held()``, which then hangs up. A test can kill a job while its write is in
 flight (the returned event says when), and the write never lands.
@@ -38,6 +48,7 @@ import http.client
 import json
 import random
 import threading
+import time
 import urllib.parse
 
 from loopback import KeepAliveHandler, LoopbackService, server_tls_context
@@ -98,6 +109,11 @@ class FaultProxy(LoopbackService):
         self._hold_operation: str | None = None
         self._held = threading.Event()
         self._released = threading.Event()
+        self._throttle_operation: str | None = None
+        self._throttle_seconds = 0.0
+        self._throttle_answer = "throughput"
+        self.first_throttled: float | None = None
+        self.last_throttled: float | None = None
 
     @property
     def counts(self) -> dict[str, int]:
@@ -135,6 +151,33 @@ class FaultProxy(LoopbackService):
         """Hang up on the parked request, if any, without forwarding it."""
         self._released.set()
 
+    def throttle(self, operation: str, seconds: float, answer: str = "error") -> None:
+        """Answer every request of `operation` with ProvisionedThroughputExceededException (or, for
+        BatchWriteItem with `answer="unprocessed"`, every item unprocessed) for `seconds` from the
+        first such request on."""
+        if answer not in ("error", "unprocessed") or (answer == "unprocessed" and operation != "BatchWriteItem"):
+            raise ValueError(f"answer must be 'error', or 'unprocessed' for BatchWriteItem; got {answer!r}")
+        with self._lock:
+            self._throttle_operation = operation
+            self._throttle_seconds = seconds
+            self._throttle_answer = "throughput" if answer == "error" else "unprocessed"
+            self.first_throttled = self.last_throttled = None
+            self._counts.setdefault("throttled", 0)
+
+    def throttled(self, operation: str) -> str | None:
+        """The throttling answer for this request of `operation` while the window is open (counted), else None."""
+        with self._lock:
+            if operation != self._throttle_operation:
+                return None
+            now = time.monotonic()
+            if self.first_throttled is None:
+                self.first_throttled = now
+            if now - self.first_throttled >= self._throttle_seconds:
+                return None
+            self._counts["throttled"] += 1
+            self.last_throttled = now
+            return self._throttle_answer
+
     # -- called from handler threads -------------------------------------
 
     def park_if_held(self, target: str | None) -> bool:
@@ -152,6 +195,9 @@ class FaultProxy(LoopbackService):
         if not target:
             return None
         operation = target.rpartition(".")[2]
+        throttled = self.throttled(operation)
+        if throttled:
+            return throttled
         if self.operations is not None and operation not in self.operations:
             return None
         with self._lock:
@@ -178,6 +224,10 @@ class _Handler(KeepAliveHandler):
         fault = proxy.choose_fault(self.headers.get("X-Amz-Target"))
         if fault in ERRORS:
             self.send_error_fault(fault)
+            return
+        if fault == "unprocessed":
+            unprocessed = {"UnprocessedItems": json.loads(body)["RequestItems"]}
+            self.reply(200, [("Content-Type", "application/x-amz-json-1.0")], json.dumps(unprocessed).encode())
             return
         try:
             status, headers, data = self.forward(body)

@@ -156,6 +156,41 @@ def test_a_held_request_is_neither_forwarded_nor_answered_until_released(emulato
     assert "Item" in direct.get_item(TableName=table, Key={"pk": {"S": "after"}}, ConsistentRead=True)
 
 
+def test_throttle_answers_every_matching_request_for_its_window_from_the_first(emulator, table):
+    with FaultProxy(emulator.endpoint_url, fault_rate=0.0) as proxy:
+        client = ddb_client(proxy.endpoint_url)
+        proxy.throttle("PutItem", 1.0)
+        client.get_item(TableName=table, Key={"pk": {"S": "x"}})  # another operation: forwarded
+        time.sleep(0.3)  # the window opens at the first put, not at throttle()
+        answers = []
+        while True:
+            try:
+                client.put_item(TableName=table, Item={"pk": {"S": "throttled"}})
+                break
+            except ClientError as exc:
+                answers.append(exc.response["Error"]["Code"])
+                assert exc.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+        counts = proxy.counts
+
+    assert set(answers) == {"ProvisionedThroughputExceededException"}
+    assert counts["throttled"] == len(answers) > 1
+    assert 0.9 <= proxy.last_throttled - proxy.first_throttled < 1.0
+
+
+def test_throttle_can_leave_every_item_of_a_batch_unprocessed(emulator, table):
+    with FaultProxy(emulator.endpoint_url, fault_rate=0.0) as proxy:
+        client = ddb_client(proxy.endpoint_url)
+        proxy.throttle("BatchWriteItem", 60, answer="unprocessed")
+        requests = [{"PutRequest": {"Item": {"pk": {"S": f"unprocessed-{n}"}}}} for n in range(3)]
+        response = client.batch_write_item(RequestItems={table: requests})
+        counts = proxy.counts
+
+    assert response["UnprocessedItems"] == {table: requests}
+    assert counts["throttled"] == 1 and counts["forwarded"] == 0
+    direct = ddb_client(emulator.endpoint_url)
+    assert "Item" not in direct.get_item(TableName=table, Key={"pk": {"S": "unprocessed-0"}}, ConsistentRead=True)
+
+
 def test_max_attempts_counts_retries_not_attempts(emulator, table):
     with FaultProxy(emulator.endpoint_url, fault_rate=1.0, faults=("http500",)) as proxy:
         client = ddb_client(proxy.endpoint_url, retries={"max_attempts": 1, "mode": "standard"})

@@ -115,5 +115,6 @@ class PipelinedWriter:
             writer = self._per_thread.writer = BatchWriter(
                 wire_client(self._target), self._table, batch_size=self._batch_size,
                 limiter=self._limiter, counters=counters, report_capacity=self._report_capacity,
+                give_up_seconds=self._target.throttling_give_up_seconds,
             )  # fmt: skip
         return writer

@@ -1,8 +1,10 @@
-"""BatchWriteItem in batches, retrying unprocessed items with exponential back-off and jitter.
+"""BatchWriteItem in batches, resending unprocessed items with capped exponential back-off and jitter.
 
-Errors (throttling, 5xx, dropped connections) are retried inside botocore's adaptive retry
-mode; what DynamoDB accepts but leaves in UnprocessedItems is resent here. Nothing is
-dropped: items still unprocessed after every attempt raise WriteFailed.
+Errors (throttling, 5xx, dropped connections) are retried by the client (`migrator.wire`);
+what DynamoDB accepts but leaves in UnprocessedItems (its throttling, item by item) is resent
+here, for as long as some of it gets through now and then: only the target's
+throttlingGiveUpMinutes without any progress raise `Throttled` (see `migrator.throttling`).
+Nothing is dropped.
 """
 
 from __future__ import annotations
@@ -11,14 +13,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
-
 from migrator.aws import retries_of, translated
-from migrator.errors import WriteFailed
+from migrator.connection import DEFAULT_THROTTLING_GIVE_UP_SECONDS
 from migrator.items import Item, item_size_bytes
 from migrator.ratelimit import CapacityLimiter
-
-UNPROCESSED_ATTEMPTS = 15
+from migrator.throttling import UNPROCESSED, ThrottledRetry
 
 
 @dataclass
@@ -38,10 +37,6 @@ class WriteCounters:
         self.write_units += other.write_units
 
 
-class _Unprocessed(Exception):
-    """Some requests of a batch came back in UnprocessedItems."""
-
-
 class BatchWriter:
     """Buffers puts and sends them `batch_size` at a time to one table."""
 
@@ -54,6 +49,7 @@ class BatchWriter:
         limiter: CapacityLimiter,
         counters: WriteCounters,
         report_capacity: bool = True,
+        give_up_seconds: float = DEFAULT_THROTTLING_GIVE_UP_SECONDS,
     ):
         self._client = client
         self._table = table
@@ -61,6 +57,7 @@ class BatchWriter:
         self._limiter = limiter
         self._counters = counters
         self._report_capacity = report_capacity
+        self._give_up_seconds = give_up_seconds
         self._pending: list[dict[str, Any]] = []
 
     def put(self, item: Item) -> None:
@@ -82,23 +79,19 @@ class BatchWriter:
             self._write_all(requests)
 
     def _write_all(self, requests: list[dict[str, Any]]) -> None:
-        remaining = requests
-        retrying = Retrying(
-            retry=retry_if_exception_type(_Unprocessed),
-            wait=wait_random_exponential(multiplier=0.05, max=5),
-            stop=stop_after_attempt(UNPROCESSED_ATTEMPTS),
-            reraise=True,
-        )
-        try:
-            for attempt in retrying:
-                with attempt:
-                    if attempt.retry_state.attempt_number > 1:
-                        self._counters.unprocessed_retries += 1
-                    remaining = self._send(remaining)
-                    if remaining:
-                        raise _Unprocessed()
-        except _Unprocessed:
-            raise WriteFailed(self._table, len(remaining), UNPROCESSED_ATTEMPTS) from None
+        pending = requests
+        throttled: ThrottledRetry | None = None
+        while True:
+            unprocessed = self._send(pending)
+            if not unprocessed:
+                break
+            if throttled is None:
+                throttled = ThrottledRetry("writing to", f"target table {self._table!r}", "target", self._give_up_seconds)
+            elif len(unprocessed) < len(pending):
+                throttled.progressed()  # some items got through: the give-up clock starts again
+            throttled.wait(UNPROCESSED)  # raises Throttled once the give-up time has passed
+            self._counters.unprocessed_retries += 1
+            pending = unprocessed
         self._counters.items += len(requests)
 
     def _send(self, requests: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -35,10 +35,10 @@ from migrator.errors import (
     StartupFailed,
     StreamNotEnabled,
     TargetError,
+    Throttled,
     TargetSchemaMismatch,
     TransientAwsError,
     UnsupportedFeature,
-    WriteFailed,
 )
 
 # One instance of every error class, with the attributes its constructor sets.
@@ -60,13 +60,14 @@ EXAMPLES: list[tuple[MigratorError, dict[str, object]]] = [
     (TransientAwsError("BatchWriteItem", "table tgt", "throttled", "ThrottlingException"),
      {"code": "ThrottlingException"}),
     (AwsRequestFailed("CreateTable", "table tgt", "invalid", "ValidationException"), {"code": "ValidationException"}),
+    (Throttled("writing to", "target table 'tgt'", "ProvisionedThroughputExceededException", 60, "target"),
+     {"code": "ProvisionedThroughputExceededException", "side": "target"}),
     (SourceError("source went away"), {}),
     (SourceTableNotFound("src", "http://localhost:8000"), {"table": "src"}),
     (StreamNotEnabled("src"), {"table": "src"}),
     (StreamGap("table 'live' has no stream"), {"reason": "table 'live' has no stream"}),
     (TargetError("target went away"), {}),
     (TargetSchemaMismatch("tgt", "pk HASH", "id HASH"), {"table": "tgt"}),
-    (WriteFailed("tgt", 7, 10), {"table": "tgt", "unwritten": 7}),
     (ExportPathError("s3://b/p/", "bucket 'b' does not exist"), {"where": "s3://b/p/"}),
     (ExportExists("/data/x", ["/data/x/AWSDynamoDB/01714557600000-abcdef12/"], False),
      {"where": "/data/x", "folders": ["/data/x/AWSDynamoDB/01714557600000-abcdef12/"]}),
@@ -133,12 +134,11 @@ def test_hierarchy_matches_the_module_docstring():
                 CheckpointError, StartupFailed, RenameCollision):
         assert cls.__bases__ == (MigratorError,)
     for cls in (EndpointUnreachable, InvalidCredentials, AccessDenied, ResourceNotFound, TransientAwsError,
-                AwsRequestFailed):
+                AwsRequestFailed, Throttled):
         assert cls.__bases__ == (AwsError,)
     assert SourceTableNotFound.__bases__ == (SourceError,)
     assert StreamGap.__bases__ == (SourceError,)
     assert TargetSchemaMismatch.__bases__ == (TargetError,)
-    assert WriteFailed.__bases__ == (TargetError,)
     assert ExportPathError.__bases__ == (TargetError,) and ExportUnfinished.__bases__ == (TargetError,)
     assert ExportExists.__bases__ == (ExportPathError,)
     assert MetricsPortUnavailable.__bases__ == (StartupFailed,)
@@ -173,8 +173,12 @@ def test_messages_are_built_from_facts():
     assert "'src'" in missing and "AWS region us-east-1" in missing and "source.table" in missing
     mismatch = str(TargetSchemaMismatch("tgt", "pk HASH", "id HASH"))
     assert "'tgt'" in mismatch and "pk HASH" in mismatch and "id HASH" in mismatch and "nothing was written" in mismatch
-    failed = str(WriteFailed("tgt", 7, 10))
-    assert "7 items" in failed and "10 attempts" in failed and "throughputWritePercent" in failed
+    throttled = str(Throttled("writing to", "target table 'tgt'", "UnprocessedItems", 60, "target"))
+    assert throttled.startswith("writing to target table 'tgt': throttled (UnprocessedItems) for 60 minutes")
+    assert "target.throughputWritePercent" in throttled and "target.throttlingGiveUpMinutes" in throttled
+    assert "rerun to resume" in throttled
+    reads = str(Throttled("scanning", "source table 'src'", "ThrottlingException", 1.5, "source"))
+    assert "1.5 minutes" in reads and "source.throughputReadPercent" in reads and "source.throttlingGiveUpMinutes" in reads
     checkpoint = str(CheckpointError("shard shardId-1 is gone", "./checkpoints/app"))
     assert checkpoint.startswith("checkpoint ./checkpoints/app: shard shardId-1 is gone; ")
     assert "invalidCheckpointBehavior: restart" in checkpoint and "copied again" in checkpoint
@@ -192,7 +196,7 @@ def test_exit_codes_separate_user_fixes_from_transient_failures():
     assert SavepointError("x").exit_code == 2
     assert CheckpointError("x").exit_code == 2
     assert TransientAwsError("a", "b", "c").exit_code == 1
-    assert WriteFailed("t", 1, 1).exit_code == 1
+    assert Throttled("a", "b", "c", 1, "target").exit_code == 1
     assert ExportExists("p", ["p/AWSDynamoDB/x/"], True).exit_code == 2  # found before anything is written
     assert ExportUnfinished("p/AWSDynamoDB/x/", "boom").exit_code == 1
     assert StartupFailed("starting Spark", "boom", "fix it").exit_code == 2  # before anything is written

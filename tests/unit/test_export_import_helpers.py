@@ -7,7 +7,7 @@ import pickle
 import pytest
 
 from migrator.config import parse_config
-from migrator.errors import SavepointError, WriteFailed
+from migrator.errors import SavepointError, Throttled
 from migrator.export.errors import ExportFileError, ImportFileFailed
 from migrator.export.manifest import DataFile, parse_summary
 from migrator.export.plan import plan_import
@@ -116,9 +116,9 @@ def test_pairs_are_told_apart_by_their_key():
 def test_a_failure_outside_the_file_names_the_file_and_keeps_retryable():
     damaged = ExportFileError("d/a.json.gz", "truncated")
     assert _file_error(task("d/a.json.gz", 1), damaged) is damaged
-    wrapped = _file_error(task("d/a.json.gz", 1), WriteFailed("t", 3, 15))
+    wrapped = _file_error(task("d/a.json.gz", 1), Throttled("writing to", "target table 't'", "UnprocessedItems", 60, "target"))
     assert isinstance(wrapped, ImportFileFailed) and wrapped.retryable is False
-    assert str(wrapped).startswith("importing export data file d/a.json.gz (1 of 3): writing to 't': 3 items")
+    assert str(wrapped).startswith("importing export data file d/a.json.gz (1 of 3): writing to target table 't': throttled")
     copy = pickle.loads(pickle.dumps(wrapped))
     assert (type(copy), str(copy), copy.file_key, copy.number) == (ImportFileFailed, str(wrapped), "d/a.json.gz", 1)
 

@@ -106,3 +106,16 @@ def test_settle_returns_an_overestimate():
     started = time.monotonic()
     limiter.acquire(5)
     assert time.monotonic() - started < 0.2
+
+
+def test_a_bucket_that_starts_empty_paces_from_the_first_call(monkeypatch):
+    clock = [1000.0]
+    slept: list[float] = []
+    monkeypatch.setattr(ratelimit.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(ratelimit.time, "sleep", slept.append)
+
+    full, empty = CapacityLimiter(50), CapacityLimiter(50, starts_empty=True)
+    full.acquire(25)
+    empty.acquire(25)
+
+    assert slept == [pytest.approx(0.5)]  # only the empty bucket waits: 25 units at 50 units/s

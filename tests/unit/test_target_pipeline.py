@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from migrator.connection import ClientSpec
-from migrator.errors import WriteFailed
+from migrator.errors import Throttled
 from migrator.ratelimit import CapacityLimiter
 from migrator.target import pipeline
 from migrator.target.pipeline import PipelinedWriter
@@ -46,10 +46,8 @@ def table(monkeypatch) -> FakeTable:
     return fake
 
 
-def writer(batch_size: int = 25) -> PipelinedWriter:
-    return PipelinedWriter(
-        ClientSpec("target"), "t", batch_size=batch_size, limiter=CapacityLimiter(None), report_capacity=False
-    )
+def writer(batch_size: int = 25, target: ClientSpec = ClientSpec("target")) -> PipelinedWriter:
+    return PipelinedWriter(target, "t", batch_size=batch_size, limiter=CapacityLimiter(None), report_capacity=False)
 
 
 def test_every_put_and_delete_is_written_and_counted(table):
@@ -66,15 +64,15 @@ def test_every_put_and_delete_is_written_and_counted(table):
     assert table.largest_batch == 7
 
 
-def test_items_that_stay_unprocessed_raise_the_write_failure(monkeypatch):
+def test_items_that_stay_unprocessed_past_the_targets_give_up_time_raise_throttled(monkeypatch):
     refusing = FakeTable(refuse=True)
     monkeypatch.setattr(pipeline, "wire_client", lambda spec: refusing)
-    monkeypatch.setattr("migrator.target.writer.UNPROCESSED_ATTEMPTS", 2)
-    monkeypatch.setattr("migrator.target.writer.wait_random_exponential", lambda **_: lambda state: 0)
+    impatient = ClientSpec("target", throttling_give_up_seconds=0.2)
 
-    with pytest.raises(WriteFailed):
-        with writer() as w:
+    with pytest.raises(Throttled):
+        with writer(target=impatient) as w:
             w.put({"pk": {"S": "a"}})
+    assert refusing.calls > 2
 
 
 def test_a_failure_upstream_stops_without_writing_the_buffer(table):
