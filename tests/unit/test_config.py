@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import textwrap
+from pathlib import Path
 
 import pytest
 import yaml
@@ -664,7 +665,8 @@ def test_the_model_marks_every_credential_as_a_secret():
 
 @pytest.mark.parametrize("spelling", [0, 1], ids=["camelCase", "snake_case"])
 def test_every_accepted_spelling_of_a_credential_is_redacted_from_what_savepoints_hold(spelling, tmp_path):
-    from migrator.savepoints import SavepointStore, SnapshotProgress
+    from migrator.savepoint_folders import LocalFolder
+    from migrator.savepoints import SavepointIdentity, SavepointStore, Side, SnapshotProgress
 
     source_credentials, source_planted = credentials_block(spelling, "source")
     target_credentials, target_planted = credentials_block(spelling, "target")
@@ -672,10 +674,12 @@ def test_every_accepted_spelling_of_a_credential_is_redacted_from_what_savepoint
                    "source.scanSegments": 4})
     planted = source_planted + target_planted
     assert loaded.config.source.credentials.secret_key.reveal() in planted, "the secrets were read"
-    store = SavepointStore(str(tmp_path), loaded.redacted_raw, "src", "tgt")
+    identity = SavepointIdentity(Side("dynamodb", "http://source", "us-east-1", "src"),
+                                 Side("dynamodb", "http://target", "us-east-1", "tgt"))
+    store = SavepointStore(LocalFolder(str(tmp_path)), loaded.redacted_raw, identity)
     store.save(SnapshotProgress("src", "tgt", 4, frozenset({1})))
 
-    written = store.path.read_text()
+    written = Path(store.path).read_text()
     text = yaml.safe_dump(loaded.redacted_raw) + written
     for secret in planted:
         assert secret not in text
