@@ -42,7 +42,9 @@ LISTEN_BACKLOG = 1024  # werkzeug's default of 128 drops connects under executor
 
 # Extension modules installed (in this order) before the server starts.
 # Each is a documented module in scripts/; the table lock comes last so it encloses the others.
-EXTENSIONS: tuple[str, ...] = ("moto_kinesis_destination", "moto_kinesis_resharding", "moto_table_lock")
+EXTENSIONS: tuple[str, ...] = (
+    "moto_kinesis_destination", "moto_kinesis_resharding", "moto_stream_reenable", "moto_table_lock",
+)
 
 # --auth lets exactly this many AWS actions through unauthenticated: the
 # three IAM calls made by create_admin_keys(). Everything after is checked.
