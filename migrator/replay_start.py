@@ -16,6 +16,9 @@ each run refuses (CheckpointError, then invalidCheckpointBehavior decides) when
   less 6 hours to catch up: checked before the snapshot (a stop between runs) and again when
   replication starts (a long snapshot).
 
+Segments a savepoint records as copied with no replay start recorded for them are refused
+as well: nothing says from when their changes must be replayed.
+
 Once a batch is committed, Spark's offsets hold the positions, and the checkpoint's own age
 (`Checkpoint.check_age`) decides instead.
 """
@@ -62,6 +65,26 @@ def open_dynamodb_stream(config: MigratorConfig, saved: Checkpoint, *, fresh_sta
         check_streams_start(recorded, saved.where)
         log.info("replication will start from the stream's oldest record, as fixed at %s (%s)", _iso(recorded.fixed_at), saved.where)
     return stream
+
+
+def check_copies_have_a_start(config: MigratorConfig, saved: Checkpoint, copied: frozenset[int], savepoint: str) -> None:
+    """CheckpointError when the savepoint records copied segments but no replay start covers them.
+
+    Those segments were copied after a start this run cannot know (the checkpoint directory
+    was deleted, or the copy ran without streamChanges): a new start from now would miss the
+    changes made to their items since. Not when the start is the config's own
+    (initialTimestamp), nor without a snapshot (skipInitialSnapshotTransfer).
+    """
+    if not copied or config.target.skip_initial_snapshot_transfer or saved.exists() or saved.replay_start() is not None:
+        return
+    if config.kinesis is not None and config.kinesis.initial_timestamp is not None:
+        return
+    raise CheckpointError(
+        f"the savepoint {savepoint} records {len(copied)} segments as copied, but no replay start was recorded "
+        "for them (the checkpoint directory was deleted, or they were copied without target.streamChanges): "
+        "replicating from a new start would miss the changes made to their items since they were copied",
+        saved.where,
+    )
 
 
 def check_same_stream(recorded: ReplayStart, current_arn: str, where: str) -> None:

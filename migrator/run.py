@@ -94,6 +94,7 @@ def migrate(
         try:
             # The stream is opened, and the replay start recorded, before the snapshot starts, so
             # no write made during it is missed, even by a rerun.
+            replay_start.check_copies_have_a_start(config, saved, _copied(store), str(store.path))
             stream = _stream(config, checks, saved)
             _check_age(saved, stream)
         except CheckpointError as exc:  # before the target is created: an error leaves nothing written
@@ -202,6 +203,12 @@ def _stream(
     return open_kinesis(
         config, checks.source.key_names, saved, fresh_start=fresh_start, check_start=check_start_is_retained
     )
+
+
+def _copied(store: SavepointStore) -> frozenset[int]:
+    """The segments the savepoint records as copied (not those skipSegments asks to skip)."""
+    progress = store.load()
+    return progress.done_segments if progress is not None else frozenset()
 
 
 def _check_age(saved: Checkpoint, stream: StreamInfo | KinesisStream) -> None:

@@ -279,3 +279,31 @@ def test_streams_table_whose_stream_was_disabled_is_refused_without_enabling_one
     assert refused.value.exit_code == 2
     described = dynamodb.describe_table(TableName=source)["Table"]
     assert not described.get("StreamSpecification", {}).get("StreamEnabled"), "a stream was enabled"
+
+
+@pytest.mark.parametrize("mode", ["streams", "kinesis"])
+def test_segments_copied_without_a_recorded_start_are_refused_then_restarted(
+    mode, dynamodb, kinesis, endpoint_url, table_name, tmp_path, spark
+):
+    """A copy without streamChanges, then the same migration with it: the savepoint says the
+    snapshot is done, but nothing says from when its items' changes must be replayed."""
+    source, target = table_name(f"rs-{mode}-late"), table_name("rs-late-dst")
+    create_sample_table(dynamodb, source)
+    put_items(dynamodb, source, make_items(20))
+    document = {"source": side(endpoint_url, source, scanSegments=2), "target": side(endpoint_url, target)}
+    assert run(write_config(tmp_path, document), spark, None).snapshot.segments_copied == 2
+    put_items(dynamodb, source, make_items(3, start=100))  # after the copy: only a new copy has these
+
+    changes = True if mode == "streams" else {"type": "kinesis", "streamArn": create_stream(kinesis)}
+    document["target"]["streamChanges"] = changes
+    document["checkpointLocation"] = str(tmp_path / "checkpoint")
+    with pytest.raises(CheckpointError) as refused:
+        run(write_config(tmp_path, document), spark, stop_soon())
+    message = str(refused.value)
+    assert "records 2 segments as copied, but no replay start was recorded" in message, message
+    assert "invalidCheckpointBehavior: restart" in message and refused.value.exit_code == 2
+    assert len(scan_all(dynamodb, target)) == 20, "the refused run wrote to the target"
+
+    document["invalidCheckpointBehavior"] = "restart"
+    again = run(write_config(tmp_path, document), spark, until_converged(dynamodb, source, target))
+    assert again.replication.reinitializations == 1 and again.snapshot.written == 23
