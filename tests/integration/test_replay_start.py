@@ -66,8 +66,14 @@ def age_record(checkpoint: Path, hours: float) -> None:
 def first_trigger_denied(proxy: FaultProxy, config: Path, spark, checkpoint: Path) -> None:
     """Run once with the proxy denying the stream listing: the snapshot is copied, the first
     trigger fails. Spark has made its folders, but committed no batch."""
+    deadline = time.monotonic() + 180
+
+    def until_the_trigger_fails(summary) -> bool:
+        assert time.monotonic() < deadline, f"the first trigger did not fail: {summary}"
+        return False
+
     with pytest.raises(MigratorError):
-        run(config, spark, stop_soon())
+        run(config, spark, until_the_trigger_fails)
     assert (checkpoint / "offsets").is_dir() and not list_commits(checkpoint)
     proxy.fault_rate = 0.0  # the permission is granted for the rerun
 
