@@ -291,7 +291,7 @@ def open_kinesis_stream(config: MigratorConfig, live: LiveStream, summary: Expor
     resuming = saved.exists()
     instant = export_instant(summary)
     stream = open_kinesis(
-        config, live.key_names, export_instant=instant.time, export_field=instant.field, resuming=resuming,
+        config, live.key_names, saved, export_instant=instant.time, export_field=instant.field,
         check_start=lambda start, hours: check_kinesis_gap(config, start, hours),
     )  # fmt: skip
     if resuming:

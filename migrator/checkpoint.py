@@ -10,6 +10,15 @@ as are the reader's own findings (trimmed records, shards gone), all as Checkpoi
 every minute: an idle source makes Spark commit nothing for hours while the job still
 reads everything, and that must not make a short stop look like a long one.
 
+The replay start (`ReplayStart`, in `migrator-replay-start.json`) is written here the moment
+it is fixed, before the first segment is copied: the stream it reads and, in Kinesis mode, the
+AT_TIMESTAMP instant. Spark's offsets only hold it once the first batch is planned, after the
+snapshot, so without this record a rerun of an interrupted snapshot would pick a new start and
+miss the changes made in between to the items already copied (`migrator.replay_start`).
+
+A checkpoint "exists", for resuming, once Spark committed a batch (a file in commits/): Spark
+creates its empty folders as the query starts, before its first trigger, which may fail.
+
 Paths go through Hadoop's FileSystem in the driver JVM, so S3 and HDFS locations work like
 local ones; only the writability check before Spark starts is local-path only.
 """
@@ -20,6 +29,8 @@ import json
 import logging
 import os
 import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -37,6 +48,61 @@ MAX_AGE_SECONDS = 24 * 3600 - RETENTION_MARGIN_SECONDS  # DynamoDB Streams keep 
 HEARTBEAT_SECONDS = 60
 HEARTBEAT_FILE = "migrator-heartbeat.json"
 KEY_STATE_FOLDER = "migrator-key-state"  # Kinesis: one file per micro-batch (migrator.stream.key_state)
+REPLAY_START_FILE = "migrator-replay-start.json"
+REPLAY_START_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class ReplayStart:
+    """Where replication starts, fixed once before the snapshot: every rerun uses it.
+
+    `fixed_at` (epoch seconds) is when it was fixed, right after the stream was found ACTIVE:
+    the changes made since must still be in the stream when replication starts. `start_at`
+    is Kinesis's AT_TIMESTAMP (ISO-8601 UTC); DynamoDB Streams start at TRIM_HORIZON (None).
+    """
+
+    stream_arn: str
+    fixed_at: float
+    start_at: str | None = None
+
+    def to_json(self) -> str:
+        document = {"format": REPLAY_START_FORMAT, "streamArn": self.stream_arn, "fixedAt": _iso(self.fixed_at)}
+        if self.start_at is not None:
+            document["startAt"] = self.start_at
+        return json.dumps(document, indent=2)
+
+    @classmethod
+    def from_json(cls, text: str, where: str) -> "ReplayStart":
+        """Parse `to_json`'s output; anything else is a CheckpointError (never guess a start)."""
+        try:
+            document = json.loads(text)
+            if document["format"] != REPLAY_START_FORMAT:
+                raise CheckpointError(
+                    f"{REPLAY_START_FILE} has format {document['format']!r}; this version of dynamodb-migrator "
+                    f"reads format {REPLAY_START_FORMAT}",
+                    where,
+                )
+            start_at = document.get("startAt")
+            if start_at is not None:
+                _epoch(start_at)
+            return cls(str(document["streamArn"]), _epoch(document["fixedAt"]), start_at)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise CheckpointError(
+                f"{REPLAY_START_FILE} is damaged (not the stream ARN and times a run wrote), so where "
+                "replication must start is unknown",
+                where,
+            ) from None
+
+
+def _iso(epoch_seconds: float) -> str:
+    return datetime.fromtimestamp(epoch_seconds, tz=timezone.utc).isoformat(timespec="microseconds")
+
+
+def _epoch(instant: str) -> float:
+    parsed = datetime.fromisoformat(instant.replace("Z", "+00:00"))
+    if parsed.tzinfo is None:
+        raise ValueError(f"{instant!r} has no time zone")
+    return parsed.timestamp()
 
 
 def app_name(config: MigratorConfig) -> str:
@@ -91,7 +157,25 @@ class Checkpoint:
         self._last_beat = 0.0
 
     def exists(self) -> bool:
-        return bool(self._fs.exists(self._child("offsets")))
+        """Whether Spark committed a batch here, so replication resumes from its positions.
+
+        Not whether offsets/ exists: Spark creates it as the query starts, and a first
+        trigger that fails (a missing permission, throttling) commits nothing.
+        """
+        return self._newest_commit() is not None
+
+    def replay_start(self) -> ReplayStart | None:
+        """The replay start an earlier run fixed, or None when none was recorded here."""
+        path = self._child(REPLAY_START_FILE)
+        if not self._fs.exists(path):
+            return None
+        return ReplayStart.from_json(self._read(path), self.where)
+
+    def record_replay_start(self, start: ReplayStart) -> None:
+        """Write the replay start durably: a temporary file renamed into place, so a crash
+        leaves either no record or a whole one."""
+        self._write_atomically(self._child(REPLAY_START_FILE), start.to_json())
+        log.info("replay start recorded in %s: %s", self.where, REPLAY_START_FILE)
 
     def last_alive(self) -> float | None:
         """Epoch seconds the job last provably read the stream: last commit or heartbeat."""
@@ -169,6 +253,14 @@ class Checkpoint:
     def _write(self, path, text: str) -> None:
         """Whole or not at all, on any Hadoop filesystem: a crash never leaves half a file to read."""
         hadoop_files.write_atomically(self._fs, path, text)
+
+    def _write_atomically(self, path, text: str) -> None:
+        temporary = self._child(f"{path.getName()}.tmp")
+        self._write(temporary, text)
+        if self._fs.exists(path):
+            self._fs.delete(path, False)
+        if not self._fs.rename(temporary, path):
+            raise CheckpointError(f"could not rename {temporary} to {path}", self.where)
 
     def _read(self, path) -> str:
         stream = self._fs.open(path)

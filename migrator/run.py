@@ -14,7 +14,7 @@ from typing import Callable
 
 from pyspark.sql import SparkSession
 
-from migrator import aws, chaining, checkpoint, export_import, export_write, savepoint_folders
+from migrator import aws, chaining, checkpoint, export_import, export_write, replay_start, savepoint_folders
 from migrator.checkpoint import Checkpoint
 from migrator.config import LoadedConfig, MigratorConfig
 from migrator.errors import (
@@ -43,7 +43,7 @@ from migrator.savepoints import (
 from migrator.segment_copy import SegmentOutcome, SegmentTask
 from migrator.snapshot import copy_segments
 from migrator.kinesis_start import open_kinesis
-from migrator.stream.dynamodb_streams import StreamInfo, ensure_stream
+from migrator.stream.dynamodb_streams import StreamInfo
 from migrator.stream.kinesis import KinesisStream, check_start_is_retained
 from migrator.target import tables
 from migrator.target.tables import TableInfo
@@ -106,8 +106,10 @@ def migrate(
     stream = None
     if saved is not None:
         try:
-            # The stream is opened before the snapshot starts, so no write made during it is missed.
-            stream = _stream(config, checks, resuming=saved.exists())
+            # The stream is opened, and the replay start recorded, before the snapshot starts, so
+            # no write made during it is missed, even by a rerun.
+            replay_start.check_copies_have_a_start(config, saved, start.copied, store.path)
+            stream = _stream(config, checks, saved)
             _check_age(saved, stream)
         except CheckpointError as exc:  # before the target is created: an error leaves nothing written
             stream, start = _reinitialize(config, exc, saved, store, checks)
@@ -126,6 +128,7 @@ def migrate(
         if stream is None:
             return result
         try:
+            replay_start.check_before_replication(saved, stream)  # the snapshot may have outlasted the stream
             result.replication = replicate(spark, loaded, stream, saved.where, should_stop, metrics)
             result.replication.reinitializations = reinitializations
             return result
@@ -205,17 +208,18 @@ def _write_export(config: MigratorConfig, spark_factory: SparkFactory) -> export
 
 
 def _stream(
-    config: MigratorConfig, checks: Preflight, *, resuming: bool = False, fresh_start: bool = False
+    config: MigratorConfig, checks: Preflight, saved: Checkpoint, *, fresh_start: bool = False
 ) -> StreamInfo | KinesisStream:
-    """The source table's DynamoDB stream (enabled when missing), or its Kinesis streaming destination.
+    """The source table's DynamoDB stream (enabled when missing), or its Kinesis streaming destination,
+    with the replay start recorded in the checkpoint, or the one recorded there checked.
 
-    Kinesis: a first run's replay start older than the stream keeps raises CheckpointError
-    before the destination is enabled.
+    A replay start the stream may no longer hold, or a stream that is not the recorded one,
+    raises CheckpointError (for Kinesis, before the destination is enabled).
     """
     if config.kinesis is None:
-        return ensure_stream(_control_client(config, "source"), config.source.table, config.source.enable_stream)
+        return replay_start.open_dynamodb_stream(config, saved, fresh_start=fresh_start)
     return open_kinesis(
-        config, checks.source.key_names, resuming=resuming, fresh_start=fresh_start, check_start=check_start_is_retained
+        config, checks.source.key_names, saved, fresh_start=fresh_start, check_start=check_start_is_retained
     )
 
 
@@ -239,7 +243,7 @@ def _reinitialize(
     )
     saved.drop()
     store.discard()
-    stream = _stream(config, checks, fresh_start=True)
+    stream = _stream(config, checks, saved, fresh_start=True)
     requested = frozenset(config.skip_segments) - _copied_in_config(config)
     return stream, ResumePoint(config.source.scan_segments, requested=requested)
 

@@ -43,7 +43,8 @@ LISTEN_BACKLOG = 1024  # werkzeug's default of 128 drops connects under executor
 # Extension modules installed (in this order) before the server starts.
 # Each is a documented module in scripts/; the table lock comes last so it encloses the others.
 EXTENSIONS: tuple[str, ...] = (
-    "moto_kinesis_destination", "moto_kinesis_resharding", "moto_kinesis_retention", "moto_table_lock",
+    "moto_kinesis_destination", "moto_kinesis_resharding", "moto_kinesis_retention", "moto_stream_reenable",
+    "moto_table_lock",
 )
 
 # --auth lets exactly this many AWS actions through unauthenticated: the

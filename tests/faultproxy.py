@@ -12,7 +12,13 @@ gets one fault picked from ``faults``:
 - "throughput" / "throttling": HTTP 400 with a DynamoDB JSON error,
 - "http500" / "http503": InternalServerError / ServiceUnavailable,
 - "drop": the request IS forwarded (the write may happen), then the client
-  connection is closed without a response (botocore: ConnectionClosedError).
+  connection is closed without a response (botocore: ConnectionClosedError),
+- "denied": HTTP 400 AccessDeniedException, as AWS answers a caller whose policy lacks the
+  action (a missing permission; never retried). Only when asked for: not in the default
+  ``faults``, which are all transient.
+
+``fault_rate`` may be changed while the proxy runs (``proxy.fault_rate = 0.0``), so one
+endpoint can serve a failing run and then its clean rerun.
 
 ``throttle("BatchWriteItem", 60)`` answers every such request with
 ProvisionedThroughputExceededException (HTTP 400, DynamoDB's JSON error) for 60 seconds from
@@ -54,7 +60,8 @@ import urllib.parse
 from loopback import KeepAliveHandler, LoopbackService, server_tls_context
 from typing import Callable
 
-FAULTS = ("throughput", "throttling", "http500", "http503", "drop")
+FAULTS = ("throughput", "throttling", "http500", "http503", "drop")  # transient: the default
+ALL_FAULTS = (*FAULTS, "denied")
 
 _DYNAMODB = "com.amazonaws.dynamodb.v20120810#"
 ERRORS = {  # fault -> (HTTP status, DynamoDB "__type")
@@ -62,6 +69,7 @@ ERRORS = {  # fault -> (HTTP status, DynamoDB "__type")
     "throttling": (400, "com.amazon.coral.availability#ThrottlingException"),
     "http500": (500, _DYNAMODB + "InternalServerError"),
     "http503": (503, _DYNAMODB + "ServiceUnavailable"),
+    "denied": (400, "com.amazon.coral.service#AccessDeniedException"),
 }
 
 # Per-hop headers: never forwarded in either direction. (Content-Length is
@@ -92,9 +100,9 @@ class FaultProxy(LoopbackService):
         super().__init__()
         if tls is not None:
             self.ssl_context = server_tls_context(*tls)
-        unknown = set(faults) - set(FAULTS)
+        unknown = set(faults) - set(ALL_FAULTS)
         if unknown or not faults:
-            raise ValueError(f"faults must be a non-empty subset of {FAULTS}, got {faults}")
+            raise ValueError(f"faults must be a non-empty subset of {ALL_FAULTS}, got {faults}")
         upstream = urllib.parse.urlsplit(upstream_url)
         self.upstream = (upstream.hostname, upstream.port or 80)
         self.fault_rate = fault_rate

@@ -104,6 +104,7 @@ def test_auth_mode_rejects_unknown_keys_and_accepts_admin_keys():
         ("http500", ClientError, "InternalServerError"),
         ("http503", ClientError, "ServiceUnavailable"),
         ("drop", ConnectionClosedError, None),
+        ("denied", ClientError, "AccessDeniedException"),
     ],
 )
 def test_each_fault_reaches_a_client_without_retries(emulator, table, fault, raised, code):
@@ -267,3 +268,27 @@ def test_concurrent_puts_under_one_new_partition_key_all_land():
             list(pool.map(put, keys))
         found = client.scan(TableName="race")["Items"]
         assert len(found) == len(keys)
+
+
+def test_a_stream_disabled_records_nothing_and_enabled_again_is_a_new_stream(emulator, table):
+    """As on DynamoDB (scripts/moto_stream_reenable.py): writes go on while the stream is off,
+    and enabling it again gives a new stream ARN whose shard holds only later changes."""
+    client = ddb_client(emulator.endpoint_url)
+    on = {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}
+    client.update_table(TableName=table, StreamSpecification=on)
+    first = client.describe_table(TableName=table)["Table"]["LatestStreamArn"]
+    client.update_table(TableName=table, StreamSpecification={"StreamEnabled": False})
+    client.put_item(TableName=table, Item={"pk": {"S": "while off"}})
+    described = client.describe_table(TableName=table)["Table"]
+    assert not described.get("StreamSpecification", {}).get("StreamEnabled") and described["LatestStreamArn"] == first
+
+    client.update_table(TableName=table, StreamSpecification=on)
+    client.put_item(TableName=table, Item={"pk": {"S": "after"}})
+    second = client.describe_table(TableName=table)["Table"]["LatestStreamArn"]
+    assert second != first
+    streams = boto3.client("dynamodbstreams", endpoint_url=emulator.endpoint_url, region_name="local",
+                           aws_access_key_id="test", aws_secret_access_key="test")  # fmt: skip
+    shard = streams.describe_stream(StreamArn=second)["StreamDescription"]["Shards"][0]["ShardId"]
+    iterator = streams.get_shard_iterator(StreamArn=second, ShardId=shard, ShardIteratorType="TRIM_HORIZON")
+    records = streams.get_records(ShardIterator=iterator["ShardIterator"])["Records"]
+    assert [r["dynamodb"]["Keys"]["pk"]["S"] for r in records] == ["after"]
