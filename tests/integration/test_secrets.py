@@ -23,18 +23,21 @@ from test_replicate_streams import drain, wait_for_output, wait_until_converged
 
 pytestmark = pytest.mark.integration
 
-# One planted value per spelling of each credential; moto accepts any keys.
+# One planted value per spelling of each credential; moto accepts any keys, and its STS lets the
+# job assume the roles (in the emulator's one account) with them.
 SOURCE_CREDENTIALS = {  # field names, as pydantic also accepts them
     "access_key": "AKIAPLANTEDSNAKE0001",
     "secret_key": "planted-snake-secret-key-8c1f",
     "session_token": "planted-snake-session-token-2d9a",
+    "assume_role": {"arn": "arn:aws:iam::123456789012:role/secrets-source", "session_name": "secrets-test"},
 }
 TARGET_CREDENTIALS = {  # the documented camelCase
     "accessKey": "AKIAPLANTEDCAMEL0001",
     "secretKey": "planted-camel-secret-key-51e0",
     "sessionToken": "planted-camel-session-token-a7b3",
+    "assumeRole": {"arn": "arn:aws:iam::123456789012:role/secrets-target", "sessionName": "secrets-test"},
 }
-PLANTED = [*SOURCE_CREDENTIALS.values(), *TARGET_CREDENTIALS.values()]
+PLANTED = [value for value in [*SOURCE_CREDENTIALS.values(), *TARGET_CREDENTIALS.values()] if isinstance(value, str)]
 
 
 def files_under(directory: Path) -> list[Path]:
