@@ -158,7 +158,8 @@ def _import_export(
     progress = store.load_files()
     done = export_import.resume_point(progress, config.skip_files, checks.manifests, store.path)
     if progress is not None and progress.done_files and checks.target is not None:
-        _check_recorded_target(store, len(progress.done_files), "data files", progress.target, checks.target, config.target.table)
+        recorded_files = len(progress.done_files)
+        _check_recorded_target(store, recorded_files, "data files", progress.target, checks.target, config.target.table)
     if done and checks.target is None:
         raise SavepointError(
             f"{len(done)} data files are recorded as imported (savepoint {store.path} or skipFiles), "
@@ -373,7 +374,9 @@ def _copy(
         segments_resumed=len(start.copied), segments_skipped=len(start.requested),
     )  # fmt: skip
     if start.copied:
-        log.info("resuming from %s: %d of %d segments already copied", store.path, len(start.copied), plan.total_segments)
+        log.info(
+            "resuming from %s: %d of %d segments already copied", store.path, len(start.copied), plan.total_segments
+        )
     if start.requested:
         log.info(
             "skipping segments %s of %d on request (skipSegments): this run does not copy them",

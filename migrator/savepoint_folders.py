@@ -31,7 +31,6 @@ from migrator.connection import ClientSpec
 from migrator.errors import MigratorError, ResourceNotFound, SavepointError
 
 
-
 def open_folder(savepoints: Savepoints, spark_factory: Callable[[], Any]) -> "LocalFolder | S3Folder | HadoopFolder":
     """The folder `savepoints.path` names; a Hadoop one starts Spark (its client lives in the driver's JVM)."""
     if savepoints.is_s3:
@@ -178,7 +177,7 @@ class HadoopFolder:
             raise SavepointError(f"cannot read savepoint {self.where(name)}: {_java_reason(exc)}") from None
 
     def write(self, name: str, text: str) -> None:
-        """Raises OSError with Hadoop's reason: a save that fails during the copy stops it (exit 1)."""
+        """Raises OSError with Hadoop's reason, as a local folder's write does: the copy stops (rerun to resume)."""
         try:
             hadoop_files.write_atomically(self._fs, self._path(self.where(name)), text)
         except self._java_error as exc:

@@ -339,7 +339,8 @@ def _recorded_target(record: dict[str, Any] | None) -> TargetTable | None:
 
 def _describe_record(record: dict[str, Any]) -> str:
     def side(recorded: dict[str, Any]) -> str:
-        return f"{recorded.get('type')} table {recorded.get('table')!r} at {recorded.get('endpoint')} ({recorded.get('region')})"
+        where = f"{recorded.get('endpoint')} ({recorded.get('region')})"
+        return f"{recorded.get('type')} table {recorded.get('table')!r} at {where}"
 
     return f"{side(record['source'])} → {side(record['target'])}"
 

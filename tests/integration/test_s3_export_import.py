@@ -407,9 +407,11 @@ def test_rerun_after_a_failed_file_reads_only_the_files_not_yet_imported(s3, dyn
     s3.put_object(Bucket=export.bucket, Key=export.data_keys[-1], Body=export.bodies[export.data_keys[-1]])
 
     with S3AccessLog(endpoint_url) as log:
-        summary = run_in_process(
-            import_config(tmp_path, log.endpoint_url, export, target, name="rerun.yaml", maxMapTasks=1), spark
-        )
+        rerun = write_config(tmp_path, {  # the export read through the log; the target where it was (a savepoint's place)
+            "source": export_source(log.endpoint_url, export.bucket, export.summary_key, maxMapTasks=1),
+            "target": target_block(endpoint_url, target),
+        }, name="rerun.yaml")  # fmt: skip
+        summary = run_in_process(rerun, spark)
         fetched = log.reads_of(export.bucket)
 
     assert [k for k in fetched if "/data/" in k] == [export.data_keys[-1]]
