@@ -610,6 +610,7 @@ class _KeyStateKeeper:
             self._checkpoint.save_key_state(batch_id, key_state.to_json(applied, shards_read))
         floor = int(epoch_of(self._end.start_at or self._stream.start_at) * 1_000_000)
         self._checkpoint.forget_key_state(self._state.record(batch_id, applied, shards_read, self._end.behind, floor))
+        self._state.forget_shards_except(self._end.shards)
 
     def _end_offset(self, batch_id: int) -> StreamOffset:
         """The batch's end offset from Spark's offset log (written before the batch runs)."""
