@@ -39,7 +39,7 @@ from pyspark.sql import SparkSession
 
 from migrator import hadoop_files
 from migrator.config import MigratorConfig
-from migrator.errors import CheckpointError, ConfigError
+from migrator.errors import CheckpointError, ConfigError, MigratorError
 
 log = logging.getLogger(__name__)
 
@@ -237,7 +237,11 @@ class Checkpoint:
         path = self._child(f"offsets/{batch_id}")
         if not self._fs.exists(path):
             return None
-        for line in self._read(path).splitlines()[2:]:
+        try:
+            text = self._read(path)
+        except Py4JJavaError as exc:  # the JVM's reason, not py4j's "an error occurred while calling"
+            raise MigratorError(f"reading Spark's offset log {path.toString()} failed: {exc.java_exception.toString()[:300]}") from None
+        for line in text.splitlines()[2:]:
             try:
                 document = json.loads(line)
             except ValueError:

@@ -656,12 +656,15 @@ class _KeyStateKeeper:
         self._checkpoint = checkpoint
         self._stream = stream
         self._state: key_state.KeyState | None = None
+        self._end: StreamOffset | None = None  # the end offset of the batch being applied
 
     def stale_keys(self, batch_id: int, newest: dict[str, tuple]) -> frozenset[str]:
+        """Before the batch is applied: also reads its end offset, so little is left to do after the writes."""
         if self._state is None:
             self._state = key_state.KeyState()
             for batch, text in self._checkpoint.load_key_state(before_batch=batch_id):
                 self._state.load(batch, text)
+        self._end = self._end_offset(batch_id)
         return frozenset(self._state.stale_keys(newest.items()))
 
     def applied(self, batch_id: int, applied: dict[str, tuple], orders: list[tuple[str, tuple, str]]) -> None:
@@ -670,15 +673,15 @@ class _KeyStateKeeper:
             shards_read[shard] = max(order[0], shards_read.get(shard, 0))
         if applied or shards_read:
             self._checkpoint.save_key_state(batch_id, key_state.to_json(applied, shards_read))
-        end = self._end_offset(batch_id)
-        floor = int(epoch_of(end.start_at or self._stream.start_at) * 1_000_000)
-        self._checkpoint.forget_key_state(self._state.record(batch_id, applied, shards_read, end.behind, floor))
+        floor = int(epoch_of(self._end.start_at or self._stream.start_at) * 1_000_000)
+        self._checkpoint.forget_key_state(self._state.record(batch_id, applied, shards_read, self._end.behind, floor))
+        self._state.forget_shards_except(self._end.shards)
 
     def _end_offset(self, batch_id: int) -> StreamOffset:
         """The batch's end offset from Spark's offset log (written before the batch runs)."""
         text = self._checkpoint.logged_offset(batch_id, self._stream.arn)
         if text is None:
-            raise CheckpointError(f"the offset of batch {batch_id} is missing from Spark's offset log", self._checkpoint.where)
+            raise MigratorError(f"replicating changes failed: batch {batch_id} is missing from Spark's offset log in {self._checkpoint.where}")
         return StreamOffset.from_json(text, self._stream.arn)
 
 

@@ -71,6 +71,10 @@ class KeyState:
         self._add(batch_id, applied, shards_read or {})
         return self.forget_expired(behind, floor)
 
+    def forget_shards_except(self, listed: Collection[str]) -> None:
+        """Drop what is known of shards no longer in the offset (trimmed away)."""
+        self.shard_newest = {shard: micros for shard, micros in self.shard_newest.items() if shard in listed}
+
     def watermark(self, behind: Collection[str] = (), floor: int = 0) -> int:
         """The oldest creation time (µs) a shard can still deliver, as far as the state knows."""
         held = [self.shard_newest.get(shard, floor) for shard in behind]

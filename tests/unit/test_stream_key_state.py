@@ -88,3 +88,10 @@ def test_batch_files_carry_the_shards_read_and_old_files_still_load():
     state = KeyState()
     state.load(7, key_state.to_json(applied, shards))
     assert state.last == applied and state.shard_newest == shards and state.newest_by_batch == {7: order(3)[0]}
+
+
+def test_shards_gone_from_the_offset_are_forgotten():
+    state = KeyState()
+    state.record(0, {"k": order(1)}, shards_read={"A": order(1)[0], "B": order(1)[0]})
+    state.forget_shards_except({"B", "C"})
+    assert state.shard_newest == {"B": order(1)[0]}
