@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 import boto3
 import pytest
 
+from migrator import errors
 from migrator.connection import ClientSpec
 from migrator.redact import Secret
 from migrator.wire import WireClient
@@ -169,3 +170,25 @@ def test_lean_client_sends_where_boto3_sends(environment: Environment):
         assert (operation, where(sent.url)) == (operation, where(expected.url))
         assert (operation, scope_of(sent.headers)) == (operation, scope_of(expected.headers))
         assert scope_of(expected.headers) == (oracle.meta.region_name, oracle.meta.service_model.signing_name)
+
+
+NOWHERE = Environment("no region anywhere", "")
+
+
+@pytest.mark.parametrize("environment", [NOWHERE], ids=["no region anywhere"], indirect=True)
+def test_no_region_anywhere_is_the_config_error_boto3_raises(environment: Environment):
+    with pytest.raises(errors.ConfigError, match="no AWS region"):
+        WireClient(spec_of(environment))
+
+
+NO_KEYS = Environment("no credentials anywhere", "dynamodb.eu-west-1.amazonaws.com", region="eu-west-1",
+                      keys_in_config=False)
+
+
+@pytest.mark.parametrize("environment", [NO_KEYS], ids=["no credentials anywhere"], indirect=True)
+def test_no_credentials_anywhere_is_refused_before_sending(environment: Environment, monkeypatch):
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")  # no instance role to look for
+    with pytest.raises(errors.InvalidCredentials, match="no AWS credentials found"):
+        WireClient(spec_of(environment)).prepare("Scan", REQUESTS["Scan"])
