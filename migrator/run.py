@@ -99,9 +99,7 @@ def migrate(
             stream, total_segments, done = _reinitialize(config, exc, saved, store, checks)
             reinitializations += 1
             metrics.reinitializations.inc()
-    target = checks.target or tables.create_table(
-        _control_client(config, "target"), checks.create_request, checks.ttl_attribute
-    )
+    target = checks.target or _create_target(config, checks)
     result = MigrationResult()
     while True:
         if not (streaming and config.target.skip_initial_snapshot_transfer):
@@ -157,9 +155,7 @@ def _import_export(
             stream = chaining.open_kinesis_stream(config, live, checks.manifests.summary, saved)
         else:
             stream = chaining.open_stream(config, live)
-    target = checks.target or tables.create_table(
-        _control_client(config, "target"), checks.create_request, checks.ttl_attribute
-    )
+    target = checks.target or _create_target(config, checks)
     result = MigrationResult(snapshot=export_import.import_export(spark, config, checks, target, store, done))
     if saved is None:
         return result
@@ -223,6 +219,12 @@ def _reinitialize(
     store.discard()
     stream = _stream(config, checks, fresh_start=True)
     return stream, config.source.scan_segments, frozenset()
+
+
+def _create_target(config: MigratorConfig, checks: Preflight | export_import.ExportPreflight) -> TableInfo:
+    """The target as the checks planned it, its TTL on the source's attribute as renamed (none with skipTtlDeletions)."""
+    ttl = tables.target_ttl_attribute(checks.ttl_attribute, config.rename_map, config.target.skip_ttl_deletions)
+    return tables.create_table(_control_client(config, "target"), checks.create_request, ttl)
 
 
 def _control_client(config: MigratorConfig, side: str):
