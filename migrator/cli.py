@@ -1,7 +1,8 @@
 """Command line: `jobs/migrate.py --config FILE`; one clear line and an exit code on failure.
 
-Exit codes: 0 done, 1 the migration failed while running, 2 bad input (config, tables,
-credentials, endpoints) found before anything was written, 130 interrupted (Ctrl+C).
+Exit codes: 0 done (or replication stopped by Ctrl+C or SIGTERM), 1 the migration failed while
+running, 2 bad input (config, tables, credentials, endpoints) found before anything was written,
+130 interrupted by Ctrl+C and 143 by SIGTERM before the snapshot or import finished.
 """
 
 from __future__ import annotations
@@ -13,16 +14,16 @@ import sys
 from migrator import __version__
 from migrator.config import load_config
 from migrator.errors import MigratorError
-from migrator.spark import create_session, leave_ctrl_c_to_the_driver
+from migrator.spark import create_session, forward_sigterm_to_the_driver, leave_ctrl_c_to_the_driver
+from migrator.stopping import Terminated, exit_code, handle_sigterm_as_ctrl_c
 
 log = logging.getLogger("migrator")
-
-EXIT_INTERRUPTED = 130
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
     _configure_logging(args.log_level)
+    handle_sigterm_as_ctrl_c()
     try:
         loaded = load_config(args.config)
         for warning in loaded.warnings:
@@ -32,20 +33,22 @@ def main(argv: list[str] | None = None) -> int:
         def spark_factory():
             session = create_session(f"dynamodb-migrator {loaded.config.source.table} → {loaded.config.target.table}")
             leave_ctrl_c_to_the_driver(session)  # Ctrl+C: the driver stops, reports and exits 130
+            forward_sigterm_to_the_driver(session)  # SIGTERM to the JVM: the same, exit 143
             return session
 
         summary = run.migrate(loaded, spark_factory)
     except MigratorError as exc:
         print(f"error: {exc}", file=sys.stderr, flush=True)
         return exc.exit_code
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
+        how = "terminated (SIGTERM)" if isinstance(stop, Terminated) else "interrupted"
         print(
-            "interrupted: copied segments are saved in the savepoint; rerun the same command to resume "
+            f"{how}: copied segments are saved in the savepoint; rerun the same command to resume "
             "(an S3 export being written is not resumed: delete its unfinished folder, named above, first)",
             file=sys.stderr,
             flush=True,
         )
-        return EXIT_INTERRUPTED
+        return exit_code(stop)
     print(summary.render(), flush=True)
     return 0
 

@@ -45,11 +45,11 @@ class SnapshotSummary:
         self.retries += outcome.retries
         self.unprocessed_retries += outcome.unprocessed_retries
 
-    def render(self) -> str:
+    def render(self, ended: str = "complete") -> str:
         resumed = f" ({self.segments_resumed} already copied by an earlier run)" if self.segments_resumed else ""
         return "\n".join(
             [
-                f"snapshot {self.source_table} → {self.target_table} complete",
+                f"snapshot {self.source_table} → {self.target_table} {ended}",
                 f"  segments:        {self.segments_copied + self.segments_resumed} of {self.segments_total}{resumed}",
                 f"  items scanned:   {self.scanned:,}",
                 f"  items written:   {self.written:,}",

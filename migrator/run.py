@@ -288,7 +288,11 @@ def _copy(
 
     tasks = [_task(config, plan, checks, s) for s in range(plan.total_segments) if s not in done]
     if tasks:
-        copy_segments(spark, tasks, plan.concurrency, on_copied)
+        try:
+            copy_segments(spark, tasks, plan.concurrency, on_copied)
+        except KeyboardInterrupt:  # Ctrl+C or SIGTERM: what this run copied, before the command's last line
+            log.info("\n%s", summary.render(ended="interrupted"))
+            raise
     summary.finished = time.monotonic()
     return summary
 
