@@ -28,6 +28,8 @@ class SnapshotSummary:
     unprocessed_retries: int = 0
     started: float = field(default_factory=time.monotonic)
     finished: float | None = None
+    # invalidCheckpointBehavior restart: target items deleted after the copy, gone from the source
+    deleted_from_target: int | None = None
 
     @property
     def seconds(self) -> float:
@@ -54,12 +56,19 @@ class SnapshotSummary:
                 f"  items scanned:   {self.scanned:,}",
                 f"  items written:   {self.written:,}",
                 f"  items skipped:   {self.skipped_expired:,} (expired by TTL; set source.copyExpiredItems: true to copy them)",
+                *self._deleted_line(),
                 f"  retries:         {self.retries:,} (throttling, 5xx, connection errors), "
                 f"{self.unprocessed_retries:,} unprocessed-item resends",
                 f"  seconds:         {self.seconds:,.1f}",
                 f"  items/s:         {self.items_per_second:,.0f}",
             ]
         )
+
+
+    def _deleted_line(self) -> list[str]:
+        if self.deleted_from_target is None:
+            return []
+        return [f"  items deleted:   {self.deleted_from_target:,} (in the target, no longer in the source)"]
 
 
 class ProgressReporter:

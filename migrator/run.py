@@ -14,7 +14,7 @@ from typing import Callable
 
 from pyspark.sql import SparkSession
 
-from migrator import aws, chaining, checkpoint, export_import, export_write
+from migrator import aws, chaining, checkpoint, export_import, export_write, prune
 from migrator.checkpoint import Checkpoint
 from migrator.config import LoadedConfig, MigratorConfig
 from migrator.errors import CheckpointError, SavepointError, SourceTableNotFound
@@ -105,6 +105,10 @@ def migrate(
         if not (streaming and config.target.skip_initial_snapshot_transfer):
             plan = _plan(config, checks.source, target, total_segments, spark.sparkContext.defaultParallelism)
             result.snapshot = _copy(spark, config, plan, checks, store, done)
+            # After a restart's re-copy: what the source deleted meanwhile goes from the target too.
+            result.snapshot.deleted_from_target = prune.delete_what_the_source_no_longer_has(
+                spark, config, checks.source, plan, store
+            )
             if streaming:  # the run goes on: show the snapshot's summary now
                 log.info("\n%s", result.snapshot.render())
         if stream is None:
@@ -215,6 +219,8 @@ def _reinitialize(
         "invalidCheckpointBehavior is restart: dropping the checkpoint and the savepoint, copying "
         "the table again, then replicating from the stream's current records"
     )
+    if not config.target.skip_initial_snapshot_transfer:  # recorded first: a stop from now on still owes it
+        prune.owe(store)
     saved.drop()
     store.discard()
     stream = _stream(config, checks, fresh_start=True)
