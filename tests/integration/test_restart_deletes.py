@@ -82,8 +82,8 @@ def test_a_stop_during_the_clean_up_redoes_it_on_the_next_run(dynamodb, kinesis,
         reader = drain(job, lines)
         assert held.wait(timeout=240), "".join(lines[-60:])  # the clean-up is deleting: stop the job now
         os.kill(job.pid, signal.SIGTERM)
-        target_proxy.release_held()  # that delete never lands
         assert job.wait(timeout=60) == 143, "".join(lines[-60:])
+        target_proxy.release_held()  # hung up on once the job is gone: that delete never lands
         reader.join(timeout=10)
 
         savepoints = tmp_path / "savepoints"
