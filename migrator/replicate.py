@@ -485,7 +485,10 @@ def replicate(
                 break
         stop_requested = stop_requested or ctrl_c.requested
         failed_before_stop = len(failures)
-        stopped_running = stop_requested and query.isActive
+        # A signal sent to the job's process group (as YARN stops a container) also ends the Python
+        # processes the driver's JVM runs for the stream's reader, and with them the query: the
+        # stop was asked for all the same, and nothing uncommitted is lost.
+        stopped_running = stop_requested and (query.isActive or ctrl_c.requested)
         if query.isActive:
             log.info("stopping: the checkpoint keeps the last applied batch")
             query.stop()
