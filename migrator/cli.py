@@ -30,6 +30,8 @@ def main(argv: list[str] | None = None) -> int:
             log.warning(warning)
         from migrator import run  # imported late: a bad config must not wait for pyspark's import
 
+        forward_sigterm_to_the_driver()  # spark-submit's JVM runs already: SIGTERM during the checks too
+
         def spark_factory():
             session = create_session(f"dynamodb-migrator {loaded.config.source.table} → {loaded.config.target.table}")
             leave_ctrl_c_to_the_driver(session)  # Ctrl+C: the driver stops, reports and exits 130

@@ -81,7 +81,7 @@ def leave_ctrl_c_to_the_driver(spark: SparkSession) -> None:
     jvm.sun.misc.Signal.handle(jvm.sun.misc.Signal("INT"), jvm.sun.misc.SignalHandler.SIG_IGN)
 
 
-def forward_sigterm_to_the_driver(spark: SparkSession) -> None:
+def forward_sigterm_to_the_driver(spark: SparkSession | None = None) -> None:
     """Make the JVM hand SIGTERM to the Python driver instead of shutting down.
 
     Schedulers send SIGTERM to the process they started: under spark-submit that is the JVM
@@ -90,10 +90,20 @@ def forward_sigterm_to_the_driver(spark: SparkSession) -> None:
     handler calls back into this process (py4j's callback server) and delivers SIGTERM to the
     main thread, as if it had been sent here: the driver stops as on Ctrl+C and exits with its
     own code, which spark-submit passes on (`migrator.stopping`).
+
+    Without a session: under spark-submit, the JVM already runs while the driver checks the
+    tables, so it is told at once; launched from plain Python there is no JVM yet (call again
+    with the session).
     """
-    gateway = spark.sparkContext._gateway
+    if spark is not None:
+        gateway = spark.sparkContext._gateway
+    elif "PYSPARK_GATEWAY_PORT" in os.environ:  # spark-submit's JVM, reached before any session
+        SparkContext._ensure_initialized()
+        gateway = SparkContext._gateway
+    else:
+        return
     ensure_callback_server_started(gateway)
-    jvm = spark.sparkContext._jvm
+    jvm = gateway.jvm
     jvm.sun.misc.Signal.handle(jvm.sun.misc.Signal("TERM"), _SigtermToMainThread())
 
 

@@ -114,3 +114,25 @@ def test_sigterm_while_replicating_stops_between_batches_and_exits_0(
     again = migrate(load_config(str(config)), lambda: spark, until_converged(dynamodb, source, target, changes, checkpoint))
     assert again.snapshot.segments_resumed == 2 and again.replication.reinitializations == 0
     assert by_key(scan_all(dynamodb, target)) == by_key(scan_all(dynamodb, source))
+
+
+def test_sigterm_to_spark_submit_during_the_checks_stops_before_anything_is_written(
+    dynamodb, endpoint_url, table_name, tmp_path
+):
+    """Under spark-submit the JVM runs before the Spark session does, while the driver checks the tables."""
+    source, target = table_name("term-checks"), table_name("term-checks-copy")
+    create_sample_table(dynamodb, source)
+    with FaultProxy(endpoint_url, fault_rate=0.0) as proxy:
+        config = write_config(tmp_path, {"source": side(proxy.endpoint_url, source), "target": side(endpoint_url, target)})
+        held = proxy.hold_next("DescribeTable")
+        job = start_job(config)
+        assert held.wait(timeout=120), "the job never described the source"
+        os.kill(job.pid, signal.SIGTERM)
+        try:
+            output, _ = job.communicate(timeout=60)
+        finally:
+            proxy.release_held()
+
+    assert job.returncode == 143, output
+    assert "terminated (SIGTERM)" in output and "Traceback" not in output, output
+    assert target not in dynamodb.list_tables()["TableNames"]
