@@ -1,8 +1,9 @@
 """Command line: `jobs/migrate.py --config FILE`; one clear line and an exit code on failure.
 
-Exit codes: 0 done, 1 the migration failed while running, 2 bad input (config, tables,
-credentials, endpoints) or a failed start (Spark, metricsPort, any OSError before Spark runs)
-found before anything was written, 130 interrupted (Ctrl+C).
+Exit codes: 0 done (or replication stopped by Ctrl+C or SIGTERM), 1 the migration failed while
+running, 2 bad input (config, tables, credentials, endpoints) or a failed start (Spark,
+metricsPort, any OSError before Spark runs) found before anything was written, 130 interrupted
+by Ctrl+C and 143 by SIGTERM before the snapshot or import finished.
 """
 
 from __future__ import annotations
@@ -16,22 +17,24 @@ from pyspark.errors import PySparkRuntimeError
 from migrator import __version__
 from migrator.config import load_config
 from migrator.errors import MigratorError, StartupFailed, describe_os_error
-from migrator.spark import create_session, leave_ctrl_c_to_the_driver
+from migrator.spark import create_session, forward_sigterm_to_the_driver, leave_ctrl_c_to_the_driver
+from migrator.stopping import Terminated, exit_code, handle_sigterm_as_ctrl_c
 
 log = logging.getLogger("migrator")
-
-EXIT_INTERRUPTED = 130
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
     _configure_logging(args.log_level)
+    handle_sigterm_as_ctrl_c()
     spark_started = False  # until then, every check runs before anything is written
     try:
         loaded = load_config(args.config)
         for warning in loaded.warnings:
             log.warning(warning)
         from migrator import run  # imported late: a bad config must not wait for pyspark's import
+
+        forward_sigterm_to_the_driver()  # spark-submit's JVM runs already: SIGTERM during the checks too
 
         def spark_factory():
             nonlocal spark_started
@@ -46,14 +49,15 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:  # a local failure no layer translated: still one line, never a traceback
         log.debug("unexpected OSError", exc_info=True)
         return _report_os_error(exc, spark_started)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
+        how = "terminated (SIGTERM)" if isinstance(stop, Terminated) else "interrupted"
         print(
-            "interrupted: copied segments are saved in the savepoint; rerun the same command to resume "
+            f"{how}: copied segments are saved in the savepoint; rerun the same command to resume "
             "(an S3 export being written is not resumed: delete its unfinished folder, named above, first)",
             file=sys.stderr,
             flush=True,
         )
-        return EXIT_INTERRUPTED
+        return exit_code(stop)
     print(summary.render(), flush=True)
     return 0
 
@@ -85,6 +89,7 @@ def _start_spark(app_name: str):
             "(java on PATH, or JAVA_HOME); or launch the job with spark-submit",
         ) from None
     leave_ctrl_c_to_the_driver(session)  # Ctrl+C: the driver stops, reports and exits 130
+    forward_sigterm_to_the_driver(session)  # SIGTERM to the JVM: the same, exit 143
     return session
 
 

@@ -29,6 +29,8 @@ class SnapshotSummary:
     unprocessed_retries: int = 0
     started: float = field(default_factory=time.monotonic)
     finished: float | None = None
+    # invalidCheckpointBehavior restart: target items deleted after the copy, gone from the source
+    deleted_from_target: int | None = None
 
     @property
     def seconds(self) -> float:
@@ -50,23 +52,29 @@ class SnapshotSummary:
         self.retries += outcome.retries
         self.unprocessed_retries += outcome.unprocessed_retries
 
-    def render(self) -> str:
+    def render(self, ended: str = "complete") -> str:
         notes = [f"{self.segments_resumed} already copied by an earlier run"] if self.segments_resumed else []
         notes += [f"{self.segments_skipped} skipped on request (skipSegments)"] if self.segments_skipped else []
         resumed = f" ({', '.join(notes)})" if notes else ""
         return "\n".join(
             [
-                f"snapshot {self.source_table} → {self.target_table} complete",
+                f"snapshot {self.source_table} → {self.target_table} {ended}",
                 f"  segments:        {self.segments_done} of {self.segments_total}{resumed}",
                 f"  items scanned:   {self.scanned:,}",
                 f"  items written:   {self.written:,}",
                 f"  items skipped:   {self.skipped_expired:,} (expired by TTL; set source.copyExpiredItems: true to copy them)",
+                *self._deleted_line(),
                 f"  retries:         {self.retries:,} (throttling, 5xx, connection errors), "
                 f"{self.unprocessed_retries:,} unprocessed-item resends",
                 f"  seconds:         {self.seconds:,.1f}",
                 f"  items/s:         {self.items_per_second:,.0f}",
             ]
         )
+
+    def _deleted_line(self) -> list[str]:
+        if self.deleted_from_target is None:
+            return []
+        return [f"  items deleted:   {self.deleted_from_target:,} (in the target, no longer in the source)"]
 
 
 class ProgressReporter:

@@ -583,7 +583,10 @@ def replicate(
                 break
         stop_requested = stop_requested or ctrl_c.requested
         failed_before_stop = len(failures)
-        stopped_running = stop_requested and query.isActive
+        # A signal sent to the job's process group (as YARN stops a container) also ends the Python
+        # processes the driver's JVM runs for the stream's reader, and with them the query: the
+        # stop was asked for all the same, and nothing uncommitted is lost.
+        stopped_running = stop_requested and (query.isActive or ctrl_c.requested)
         if query.isActive:
             log.info("stopping: the checkpoint keeps the last applied batch")
             query.stop()
@@ -619,29 +622,33 @@ def _caught_up(status: dict) -> bool:
 
 
 class _StopOnCtrlC:
-    """While the query runs, Ctrl+C only sets a flag; the loop then stops the query.
+    """While the query runs, Ctrl+C or SIGTERM only sets a flag; the loop then stops the query.
 
     The handler must not call into the JVM: the main thread may be inside a py4j call, and
-    PySpark's own handler (cancelAllJobs) would re-enter it. A second Ctrl+C interrupts.
+    PySpark's own handler (cancelAllJobs) would re-enter it. A second Ctrl+C interrupts; a
+    second SIGTERM does not, as one SIGTERM may arrive twice (see migrator.stopping).
     """
 
     def __init__(self) -> None:
         self.requested = False
-        self._previous = None
+        self._previous: dict[int, Any] = {}
 
     def __enter__(self) -> "_StopOnCtrlC":
         if threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGINT, self._handle)
+            self._previous[signal.SIGINT] = signal.signal(signal.SIGINT, self._handle)
+            self._previous[signal.SIGTERM] = signal.signal(signal.SIGTERM, self._handle)
         return self
 
     def _handle(self, signum, frame) -> None:
-        if self.requested:
+        if self.requested and signum == signal.SIGINT:
             raise KeyboardInterrupt()
+        if not self.requested:
+            log.info("%s received: stopping after the batch in progress", signal.Signals(signum).name)
         self.requested = True
 
     def __exit__(self, *exc) -> None:
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous)
 
 
 class _KeyStateKeeper:

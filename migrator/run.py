@@ -14,7 +14,7 @@ from typing import Callable
 
 from pyspark.sql import SparkSession
 
-from migrator import aws, chaining, checkpoint, export_import, export_write, replay_start, savepoint_folders
+from migrator import aws, chaining, checkpoint, export_import, export_write, prune, replay_start, savepoint_folders
 from migrator.checkpoint import Checkpoint
 from migrator.config import LoadedConfig, MigratorConfig
 from migrator.errors import (
@@ -115,14 +115,16 @@ def migrate(
             stream, start = _reinitialize(config, exc, saved, store, checks)
             reinitializations += 1
             metrics.reinitializations.inc()
-    target = checks.target or tables.create_table(
-        _control_client(config, "target"), checks.create_request, checks.ttl_attribute
-    )
+    target = checks.target or _create_target(config, checks)
     result = MigrationResult()
     while True:
         if not (streaming and config.target.skip_initial_snapshot_transfer):
             plan = _plan(config, checks.source, target, start.total_segments, spark.sparkContext.defaultParallelism)
             result.snapshot = _copy(spark, config, plan, checks, store, start, target)
+            # After a restart's re-copy: what the source deleted meanwhile goes from the target too.
+            result.snapshot.deleted_from_target = prune.delete_what_the_source_no_longer_has(
+                spark, config, checks.source, plan, store
+            )
             if streaming:  # the run goes on: show the snapshot's summary now
                 log.info("\n%s", result.snapshot.render())
         if stream is None:
@@ -179,9 +181,7 @@ def _import_export(
             stream = chaining.open_kinesis_stream(config, live, checks.manifests.summary, saved)
         else:
             stream = chaining.open_stream(config, live)
-    target = checks.target or tables.create_table(
-        _control_client(config, "target"), checks.create_request, checks.ttl_attribute
-    )
+    target = checks.target or _create_target(config, checks)
     result = MigrationResult(snapshot=export_import.import_export(spark, config, checks, target, store, done))
     if saved is None:
         return result
@@ -242,11 +242,19 @@ def _reinitialize(
         "invalidCheckpointBehavior is restart: dropping the checkpoint and the savepoint, copying "
         "the table again, then replicating from the stream's current records"
     )
+    if not config.target.skip_initial_snapshot_transfer:  # recorded first: a stop from now on still owes it
+        prune.owe(store)
     saved.drop()
     store.discard()
     stream = _stream(config, checks, saved, fresh_start=True)
     requested = frozenset(config.skip_segments) - _copied_in_config(config)
     return stream, ResumePoint(config.source.scan_segments, requested=requested)
+
+
+def _create_target(config: MigratorConfig, checks: Preflight | export_import.ExportPreflight) -> TableInfo:
+    """The target as the checks planned it, its TTL on the source's attribute as renamed (none with skipTtlDeletions)."""
+    ttl = tables.target_ttl_attribute(checks.ttl_attribute, config.rename_map, config.target.skip_ttl_deletions)
+    return tables.create_table(_control_client(config, "target"), checks.create_request, ttl)
 
 
 def _control_client(config: MigratorConfig, side: str):
@@ -393,7 +401,11 @@ def _copy(
 
     tasks = [_task(config, plan, checks, s) for s in range(plan.total_segments) if s not in done]
     if tasks:
-        copy_segments(spark, tasks, plan.concurrency, on_copied)
+        try:
+            copy_segments(spark, tasks, plan.concurrency, on_copied)
+        except KeyboardInterrupt:  # Ctrl+C or SIGTERM: what this run copied, before the command's last line
+            log.info("\n%s", summary.render(ended="interrupted"))
+            raise
     summary.finished = time.monotonic()
     return summary
 

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import signal
+import threading
 
 from pyspark import SparkContext
+from pyspark.java_gateway import ensure_callback_server_started
 from pyspark.sql import SparkSession
 
 # Spark's default redaction pattern plus our credential key names in every spelling
@@ -77,3 +80,39 @@ def leave_ctrl_c_to_the_driver(spark: SparkSession) -> None:
     """
     jvm = spark.sparkContext._jvm
     jvm.sun.misc.Signal.handle(jvm.sun.misc.Signal("INT"), jvm.sun.misc.SignalHandler.SIG_IGN)
+
+
+def forward_sigterm_to_the_driver(spark: SparkSession | None = None) -> None:
+    """Make the JVM hand SIGTERM to the Python driver instead of shutting down.
+
+    Schedulers send SIGTERM to the process they started: under spark-submit that is the JVM
+    (spark-submit execs it), whose default is to run its shutdown hooks and stop Spark under
+    the running work, before the Python driver, its child, hears anything. Here the JVM's
+    handler calls back into this process (py4j's callback server) and delivers SIGTERM to the
+    main thread, as if it had been sent here: the driver stops as on Ctrl+C and exits with its
+    own code, which spark-submit passes on (`migrator.stopping`).
+
+    Without a session: under spark-submit, the JVM already runs while the driver checks the
+    tables, so it is told at once; launched from plain Python there is no JVM yet (call again
+    with the session).
+    """
+    if spark is not None:
+        gateway = spark.sparkContext._gateway
+    elif "PYSPARK_GATEWAY_PORT" in os.environ:  # spark-submit's JVM, reached before any session
+        SparkContext._ensure_initialized()
+        gateway = SparkContext._gateway
+    else:
+        return
+    ensure_callback_server_started(gateway)
+    jvm = gateway.jvm
+    jvm.sun.misc.Signal.handle(jvm.sun.misc.Signal("TERM"), _SigtermToMainThread())
+
+
+class _SigtermToMainThread:
+    """A `sun.misc.SignalHandler` implemented in Python; runs in a py4j callback thread."""
+
+    def handle(self, _signal) -> None:
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGTERM)
+
+    class Java:
+        implements = ["sun.misc.SignalHandler"]

@@ -30,8 +30,9 @@ it has no capacity for item by item. ``counts["throttled"]`` counts those answer
 ``first_throttled`` and ``last_throttled`` say when the first and the last were sent
 (``time.monotonic()``).
 
-``hold_next("BatchWriteItem")`` parks the next such request: neither forwarded nor answered
-until ``release_held()``, which then hangs up. A test can kill a job while its write is in
+``hold_next("BatchWriteItem")`` parks the next such request (with ``containing=b"..."``: the next
+one whose body holds those bytes): neither forwarded nor answered until ``release_held()``, which
+then hangs up. A test can kill a job while its write is in
 flight (the returned event says when), and the write never lands.
 
 Everything else is forwarded verbatim and the response relayed. With ``record=True``
@@ -115,6 +116,7 @@ class FaultProxy(LoopbackService):
         self._clock = clock
         self._recorded: list[tuple] = []
         self._hold_operation: str | None = None
+        self._hold_containing: bytes | None = None
         self._held = threading.Event()
         self._released = threading.Event()
         self._throttle_operation: str | None = None
@@ -147,10 +149,11 @@ class FaultProxy(LoopbackService):
             with self._lock:
                 self._recorded.append(record)
 
-    def hold_next(self, operation: str) -> threading.Event:
+    def hold_next(self, operation: str, containing: bytes | None = None) -> threading.Event:
         """Park the next request of `operation` (see the module doc); the event is set once one is parked."""
         with self._lock:
             self._hold_operation = operation
+            self._hold_containing = containing
             self._held.clear()
             self._released.clear()
         return self._held
@@ -188,10 +191,12 @@ class FaultProxy(LoopbackService):
 
     # -- called from handler threads -------------------------------------
 
-    def park_if_held(self, target: str | None) -> bool:
+    def park_if_held(self, target: str | None, body: bytes = b"") -> bool:
         """Whether this request was the one to hold; if so, returns only once released."""
         with self._lock:
             if not target or self._hold_operation != target.rpartition(".")[2]:
+                return False
+            if self._hold_containing is not None and self._hold_containing not in body:
                 return False
             self._hold_operation = None
         self._held.set()
@@ -226,7 +231,7 @@ class _Handler(KeepAliveHandler):
         proxy = self.server.service
         arrived = proxy.now()
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        if proxy.park_if_held(self.headers.get("X-Amz-Target")):
+        if proxy.park_if_held(self.headers.get("X-Amz-Target"), body):
             self.close_connection = True  # released: hang up, the request never went upstream
             return
         fault = proxy.choose_fault(self.headers.get("X-Amz-Target"))

@@ -33,15 +33,19 @@ def scan_segment(
     consistent_read: bool = False,
     report_capacity: bool = True,
     start_key: Item | None = None,
+    attributes: tuple[str, ...] = (),
 ) -> Iterator[list[Item]]:
     """Yield the items of one segment, one page at a time; after `start_key` when given
-    (a `resume_key` of an earlier call)."""
+    (a `resume_key` of an earlier call); only `attributes` of each item when given."""
     request: dict[str, Any] = {
         "TableName": table,
         "Segment": segment,
         "TotalSegments": total_segments,
         "ConsistentRead": consistent_read,
     }
+    if attributes:  # names go through placeholders: any name is valid, reserved words too
+        request["ProjectionExpression"] = ", ".join(f"#a{i}" for i in range(len(attributes)))
+        request["ExpressionAttributeNames"] = {f"#a{i}": name for i, name in enumerate(attributes)}
     if start_key:
         request["ExclusiveStartKey"] = start_key
     if report_capacity:

@@ -157,8 +157,27 @@ def check_key_schema(request: Mapping[str, Any], existing: TableInfo) -> None:
         raise errors.TargetSchemaMismatch(existing.name, expected, existing.render_keys())
 
 
+def target_ttl_attribute(
+    source_ttl: str | None, renames: Mapping[str, str], skip_ttl_deletions: bool
+) -> str | None:
+    """The attribute a created target's TTL is enabled on: the source's, under its renamed name.
+
+    None with `skipTtlDeletions`: the user keeps in the target what the source's TTL deletes,
+    and a target with TTL enabled would delete those very items itself.
+    """
+    if source_ttl is None:
+        return None
+    if skip_ttl_deletions:
+        log.info(
+            "not enabling TTL on the target (the source's is on %r): skipTtlDeletions keeps the items it deletes",
+            source_ttl,
+        )
+        return None
+    return renames.get(source_ttl, source_ttl)
+
+
 def create_table(client: Any, request: Mapping[str, Any], ttl_attribute: str | None) -> TableInfo:
-    """Create the target, wait until it is ACTIVE, and give it the source's TTL setting."""
+    """Create the target, wait until it is ACTIVE, and enable TTL on `ttl_attribute` (see `target_ttl_attribute`)."""
     table = request["TableName"]
     with translated("creating", f"target table {table!r}"):
         client.create_table(**request)

@@ -180,6 +180,40 @@ def test_expired_items_skipped_and_counted_others_kept(dynamodb, endpoint_url, s
     assert_same_items(expired + live, scan_all(dynamodb, target_all))
 
 
+def test_target_ttl_is_enabled_on_the_renamed_attribute_and_not_with_skip_ttl_deletions(
+    dynamodb, endpoint_url, spark, table_name, tmp_path
+):
+    source, renamed, kept = table_name("ttl-ren"), table_name("ttl-ren-copy"), table_name("ttl-kept")
+    create_sample_table(dynamodb, source)
+    dynamodb.update_time_to_live(TableName=source, TimeToLiveSpecification={"Enabled": True, "AttributeName": "expires"})
+    put_items(dynamodb, source, [{"pk": {"S": "a"}, "sk": {"N": "1"}, "expires": {"N": str(int(time.time()) + 3600)}}])
+    renames = [{"from": "expires", "to": "expiresAt"}]
+    config = write_config(
+        tmp_path,
+        {"source": side(endpoint_url, source), "target": side(endpoint_url, renamed), "renames": renames},
+    )
+
+    run_in_process(config, spark)
+
+    ttl = dynamodb.describe_time_to_live(TableName=renamed)["TimeToLiveDescription"]
+    assert (ttl["TimeToLiveStatus"], ttl.get("AttributeName")) == ("ENABLED", "expiresAt")
+
+    keep = write_config(
+        tmp_path,
+        {
+            "source": side(endpoint_url, source),
+            "target": side(endpoint_url, kept, skipTtlDeletions=True),
+            "renames": renames,
+            "savepoints": {"path": str(tmp_path / "savepoints-kept")},
+        },
+        name="kept.yaml",
+    )
+    run_in_process(keep, spark)
+
+    ttl = dynamodb.describe_time_to_live(TableName=kept)["TimeToLiveDescription"]
+    assert ttl["TimeToLiveStatus"] == "DISABLED", "the target would delete the items skipTtlDeletions keeps"
+
+
 def test_billing_mode_override_copies_capacity_rules(dynamodb, endpoint_url, spark, table_name, tmp_path):
     source, target = table_name("prov"), table_name("prov-copy")
     dynamodb.create_table(

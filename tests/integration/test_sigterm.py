@@ -1,0 +1,138 @@
+"""SIGTERM (an EMR step cancelled, `yarn application -kill`, a Kubernetes pod deleted) stops the job
+as Ctrl+C does: in the snapshot, the savepoint keeps the finished segments, a summary and one line
+are printed and the command exits 143; while replicating, the query stops between batches, the
+summary is printed and the command exits 0; a rerun resumes either.
+
+The jobs run as a user runs them, each in its own process group: `spark-submit` (whose process is
+the driver's JVM, the Python driver its child) or `python jobs/migrate.py` (the Python driver,
+the JVM its child). A scheduler signals the process it started; `kill` of the whole group
+delivers the signal to the JVM and the Python driver alike.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from all_types import assert_same_items, by_key
+from conftest import REPO, job_env, put_items, run_in_process, scan_all, side, write_config
+from faultproxy import FaultProxy
+from sample_data import create_sample_table, make_items
+from test_replicate_checkpoint import Changes, until_converged
+from test_replicate_streams import drain, wait_for_output, wait_until_converged
+from test_resume import ITEMS, SEGMENTS, copied_segments, scanned_segments, slow_copy, start_job, wait_for_segments  # noqa: F401
+
+pytestmark = pytest.mark.integration
+
+
+def start_python_job(config: Path) -> subprocess.Popen:
+    """`python jobs/migrate.py --config ...` in its own process group (the JVM is its child)."""
+    return subprocess.Popen(
+        [sys.executable, str(REPO / "jobs" / "migrate.py"), "--config", str(config)],
+        cwd=REPO, env=job_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True, start_new_session=True,
+    )  # fmt: skip
+
+
+def send_sigterm(job: subprocess.Popen, to: str) -> None:
+    """To the process the user started (spark-submit's JVM, or the Python driver), or to its whole group."""
+    if to == "group":
+        os.killpg(job.pid, signal.SIGTERM)
+    else:
+        os.kill(job.pid, signal.SIGTERM)
+
+
+@pytest.mark.parametrize(
+    "launch, to",
+    [(start_job, "process"), (start_python_job, "process"), (start_job, "group")],
+    ids=["spark-submit-jvm", "python-driver", "spark-submit-group"],
+)
+def test_sigterm_mid_snapshot_keeps_the_savepoint_prints_the_summary_and_exits_143(
+    dynamodb, endpoint_url, slow_copy, spark, launch, to
+):
+    source, target, config, savepoints = slow_copy
+    job = launch(config(endpoint_url, "first.yaml"))
+    wait_for_segments(job, savepoints, at_least=2)
+    send_sigterm(job, to)
+    output, _ = job.communicate(timeout=60)
+
+    assert job.returncode == 143, output
+    assert "terminated (SIGTERM)" in output and "rerun the same command to resume" in output, output
+    assert f"snapshot {source} → {target} interrupted" in output, output
+    assert "Traceback" not in output, output
+    done_before = copied_segments(savepoints)
+    assert 2 <= len(done_before) < SEGMENTS, output
+
+    with FaultProxy(endpoint_url, fault_rate=0.0, record=True) as proxy:
+        rerun = run_in_process(config(proxy.endpoint_url, "rerun.yaml"), spark)
+        scanned = scanned_segments(proxy)
+    assert scanned == set(range(SEGMENTS)) - done_before
+    assert rerun.segments_resumed == len(done_before)
+    assert_same_items(make_items(ITEMS), scan_all(dynamodb, target))
+
+
+@pytest.mark.parametrize("to", ["process", "group"], ids=["spark-submit-jvm", "spark-submit-group"])
+def test_sigterm_while_replicating_stops_between_batches_and_exits_0(
+    dynamodb, endpoint_url, table_name, tmp_path, spark, to
+):
+    source, target = table_name("term"), table_name("term-copy")
+    create_sample_table(dynamodb, source)
+    put_items(dynamodb, source, make_items(50))
+    checkpoint = tmp_path / "checkpoint"
+    config = write_config(
+        tmp_path,
+        {
+            "source": side(endpoint_url, source, scanSegments=2),
+            "target": side(endpoint_url, target, streamChanges=True),
+            "checkpointLocation": str(checkpoint),
+        },
+    )
+    lines: list[str] = []
+    job = start_job(config)
+    wait_for_output(job, "replicating changes of", lines)
+    reader = drain(job, lines)  # from now on: an undrained pipe fills (64 KiB) and blocks the job
+    Changes(dynamodb, source, 100).write()
+    wait_until_converged(dynamodb, source, target)
+
+    send_sigterm(job, to)
+    assert job.wait(timeout=60) == 0, "".join(lines[-60:])
+    reader.join(timeout=10)
+    output = "".join(lines)
+    assert "SIGTERM received: stopping after the batch in progress" in output, output[-3000:]
+    assert "replication stopped" in output and "Traceback" not in output, output[-3000:]
+
+    # The checkpoint is consistent: a rerun resumes it (no new snapshot) and applies what changed meanwhile.
+    from migrator.config import load_config
+    from migrator.run import migrate
+
+    changes = Changes(dynamodb, source, 200)
+    again = migrate(load_config(str(config)), lambda: spark, until_converged(dynamodb, source, target, changes, checkpoint))
+    assert again.snapshot.segments_resumed == 2 and again.replication.reinitializations == 0
+    assert by_key(scan_all(dynamodb, target)) == by_key(scan_all(dynamodb, source))
+
+
+def test_sigterm_to_spark_submit_during_the_checks_stops_before_anything_is_written(
+    dynamodb, endpoint_url, table_name, tmp_path
+):
+    """Under spark-submit the JVM runs before the Spark session does, while the driver checks the tables."""
+    source, target = table_name("term-checks"), table_name("term-checks-copy")
+    create_sample_table(dynamodb, source)
+    with FaultProxy(endpoint_url, fault_rate=0.0) as proxy:
+        config = write_config(tmp_path, {"source": side(proxy.endpoint_url, source), "target": side(endpoint_url, target)})
+        held = proxy.hold_next("DescribeTable")
+        job = start_job(config)
+        assert held.wait(timeout=120), "the job never described the source"
+        os.kill(job.pid, signal.SIGTERM)
+        try:
+            output, _ = job.communicate(timeout=60)
+        finally:
+            proxy.release_held()
+
+    assert job.returncode == 143, output
+    assert "terminated (SIGTERM)" in output and "Traceback" not in output, output
+    assert target not in dynamodb.list_tables()["TableNames"]
