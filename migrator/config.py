@@ -985,6 +985,7 @@ def parse_config(text: str, path: str = "<config>") -> LoadedConfig:
     warnings: list[str] = []
     cleaned = _strip_compat_keys(_expand_environment(raw, "", path), warnings)
     _refuse_unsupported(cleaned, path)
+    _refuse_savepoints_typo(cleaned, path)
     try:
         config = MigratorConfig.model_validate(cleaned)
     except ValidationError as exc:
@@ -1055,6 +1056,18 @@ def _drop_compat(block: dict[str, Any], section: str, path: str, warnings: list[
             block.pop(key)
             where = f"{path}.{key}" if path else key
             warnings.append(f"config: {where} is accepted for compatibility and ignored: {reason}")
+
+
+def _refuse_savepoints_typo(cleaned: dict[str, Any], path: str) -> None:
+    """`savepoint:` is the block savepoints write (always with its format); without one it is `savepoints` mistyped."""
+    record = cleaned.get("savepoint")
+    if record is not None and not (isinstance(record, dict) and "format" in record):
+        raise ConfigError(
+            "savepoint",
+            "unknown key; did you mean 'savepoints'? (a savepoint block is what a savepoint file records, "
+            "with its format: leave it to the migrator)",
+            path,
+        )
 
 
 def _refuse_unsupported(cleaned: dict[str, Any], path: str) -> None:

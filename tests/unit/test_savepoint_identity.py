@@ -241,3 +241,10 @@ def test_other_savepoint_locations_are_refused_when_the_config_loads(block, key,
     assert refused.value.key_path == key
     assert text in str(refused.value)
     assert "AKIA:secret" not in str(refused.value)
+
+
+def test_a_mistyped_savepoints_block_is_named_as_such():
+    with pytest.raises(ConfigError) as refused:
+        parse_config(savepoints_config("{path: ./savepoints}").replace("savepoints:", "savepoint:"))
+    assert refused.value.key_path == "savepoint"
+    assert "unknown key; did you mean 'savepoints'?" in str(refused.value)
