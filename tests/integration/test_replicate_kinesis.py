@@ -445,3 +445,10 @@ def test_records_trimmed_past_the_checkpoint_of_a_shard_behind_are_not_skipped(
     with pytest.raises(CheckpointError, match=rf"{shard['ShardId']} after sequence number {position['sequence_number']}\b.* trimmed"):
         run(config, spark, lambda summary: summary.records >= 400 or time.monotonic() > deadline)
     assert scan_all(dynamodb, target) == []  # nothing past the gap was applied
+
+    if stopped == "after-batch-0":  # invalidCheckpointBehavior: restart starts over instead
+        document["invalidCheckpointBehavior"] = "restart"
+        document["target"]["skipInitialSnapshotTransfer"] = False  # the table is copied again
+        restarted = write_config(tmp_path, document)
+        result = run(restarted, spark, until_converged(dynamodb, source, target, [write_changes(dynamodb, source, 500)]))
+        assert result.replication.reinitializations == 1
