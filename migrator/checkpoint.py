@@ -166,15 +166,14 @@ class Checkpoint:
 
     def replay_start(self) -> ReplayStart | None:
         """The replay start an earlier run fixed, or None when none was recorded here."""
-        path = self._child(REPLAY_START_FILE)
-        if not self._fs.exists(path):
+        path = hadoop_files.readable(self._fs, self._child(REPLAY_START_FILE))
+        if path is None:
             return None
         return ReplayStart.from_json(self._read(path), self.where)
 
     def record_replay_start(self, start: ReplayStart) -> None:
-        """Write the replay start durably: a temporary file renamed into place, so a crash
-        leaves either no record or a whole one."""
-        self._write_atomically(self._child(REPLAY_START_FILE), start.to_json())
+        """Write the replay start durably: a crash leaves either no record or a whole one."""
+        self._write(self._child(REPLAY_START_FILE), start.to_json())
         log.info("replay start recorded in %s: %s", self.where, REPLAY_START_FILE)
 
     def last_alive(self) -> float | None:
@@ -257,14 +256,6 @@ class Checkpoint:
     def _write(self, path, text: str) -> None:
         """Whole or not at all, on any Hadoop filesystem: a crash never leaves half a file to read."""
         hadoop_files.write_atomically(self._fs, path, text)
-
-    def _write_atomically(self, path, text: str) -> None:
-        temporary = self._child(f"{path.getName()}.tmp")
-        self._write(temporary, text)
-        if self._fs.exists(path):
-            self._fs.delete(path, False)
-        if not self._fs.rename(temporary, path):
-            raise CheckpointError(f"could not rename {temporary} to {path}", self.where)
 
     def _read(self, path) -> str:
         stream = self._fs.open(path)
