@@ -417,17 +417,23 @@ def _lookup_units(response: dict[str, Any], item: dict[str, Any] | None) -> floa
     return float(math.ceil(item_size_bytes(item) / 4096) or 1) if item else 1.0
 
 
-def replication_rates(config: MigratorConfig) -> tuple[float, float]:
+def replication_rates(config: MigratorConfig, looks_up: bool) -> tuple[float, float]:
     """The target's write rate and the live table's read rate for lookups, in units per second,
     as the snapshot plans them: writeThroughput (else the table's capacity) × throughputWritePercent,
-    and readThroughput × throughputReadPercent."""
+    and readThroughput × throughputReadPercent. The live table is described only when a change
+    can need a lookup (`looks_up`)."""
     target, live = config.target, config.live_source
     write_capacity = 0 if target.write_throughput else _capacity(target, "target")[1]
-    read_capacity = 0 if live.read_throughput else _capacity(live, "source")[0]
+    read_capacity = 0 if live.read_throughput or not looks_up else _capacity(live, "source")[0]
     return (
         planned_units(target.write_throughput, write_capacity, target.throughput_write_percent),
         planned_units(live.read_throughput, read_capacity, live.throughput_read_percent),
     )
+
+
+def _may_look_up(stream: StreamInfo | KinesisStream) -> bool:
+    """Whether a change may come without its new image: a DynamoDB stream of keys or old images only."""
+    return isinstance(stream, KinesisStream) or stream.view_type in ("KEYS_ONLY", "OLD_IMAGE")
 
 
 def _capacity(block: Any, label: str) -> tuple[int, int]:
@@ -507,7 +513,7 @@ def replicate(
         skip_replicated_writes=config.target.skip_replicated_writes,
         source_reports_capacity=not live.strips_consumed_capacity,
     )
-    rates = replication_rates(config)
+    rates = replication_rates(config, looks_up=_may_look_up(stream))
     log.info(
         "replication paced to %s WCU/s of writes (target.writeThroughput × throughputWritePercent) and %s RCU/s "
         "of source lookups for changes without their new image (readThroughput × throughputReadPercent)",

@@ -6,7 +6,8 @@ import yaml
 
 from migrator.config import parse_config
 from migrator.connection import ClientSpec
-from migrator.replicate import ApplyTask, _lookup_units, partition_share, replication_rates
+from migrator.replicate import ApplyTask, _lookup_units, _may_look_up, partition_share, replication_rates
+from migrator.stream.dynamodb_streams import StreamInfo
 
 
 def config(source: dict, target: dict) -> str:
@@ -19,7 +20,26 @@ def test_the_rates_are_the_configured_throughput_times_the_percent():
         {"readThroughput": 300, "throughputReadPercent": 0.2},
         {"writeThroughput": 1000, "throughputWritePercent": 0.8, "streamChanges": True},
     ))  # fmt: skip
-    assert replication_rates(loaded.config) == (800.0, 60.0)
+    assert replication_rates(loaded.config, looks_up=True) == (800.0, 60.0)
+
+
+def test_the_live_table_is_not_described_when_no_change_needs_a_lookup():
+    loaded = parse_config(config(  # no endpoint answers here: describing either table would fail
+        {"endpoint": {"host": "http://127.0.0.1", "port": 9}},
+        {"writeThroughput": 1000, "throughputWritePercent": 0.8, "streamChanges": True},
+    ))  # fmt: skip
+    write_units, _ = replication_rates(loaded.config, looks_up=False)
+    assert write_units == 800.0
+
+
+def _stream(view_type: str) -> StreamInfo:
+    return StreamInfo(arn="arn:aws:dynamodb:us-east-1:123456789012:table/src/stream/x", view_type=view_type,
+                      key_names=("pk",))
+
+
+def test_only_streams_of_keys_or_old_images_need_lookups():
+    assert [_may_look_up(_stream(v)) for v in ("KEYS_ONLY", "OLD_IMAGE", "NEW_IMAGE", "NEW_AND_OLD_IMAGES")] == [
+        True, True, False, False]
 
 
 def task() -> ApplyTask:
