@@ -53,3 +53,12 @@ def delete(fs: Any, path: Any) -> None:
 def _rename(fs: Any, source: Any, destination: Any) -> None:
     if not fs.rename(source, destination):
         raise OSError(f"Hadoop refused to rename {source.toString()} to {destination.toString()}")
+
+
+def java_reason(exc: Any) -> str:
+    """A py4j error's Java exception, class and message, on one line: `java.net.ConnectException: Call From ...`."""
+    try:
+        text = str(exc.java_exception.toString())
+    except Exception:  # the JVM is gone: py4j's own text
+        text = str(exc)
+    return " ".join(text.split("\n")[0].split()) or type(exc).__name__

@@ -151,7 +151,7 @@ class HadoopFolder:
             self._fs = self._path(self.uri).getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
         except Py4JJavaError as exc:  # no FileSystem for the scheme, a malformed URI
             raise SavepointError(
-                f"savepoints.path {uri}: Hadoop cannot open it ({_java_reason(exc)}): check savepoints.path, and "
+                f"savepoints.path {uri}: Hadoop cannot open it ({hadoop_files.java_reason(exc)}): check savepoints.path, and "
                 "that this cluster's Hadoop configuration reaches that filesystem, or use a local directory or s3://"
             ) from None
 
@@ -165,7 +165,7 @@ class HadoopFolder:
             self._fs.delete(self._path(self.where(probe)), False)
         except self._java_error as exc:
             raise SavepointError(
-                f"savepoints.path {self.uri} is not writable ({_java_reason(exc)}): progress could not be saved; "
+                f"savepoints.path {self.uri} is not writable ({hadoop_files.java_reason(exc)}): progress could not be saved; "
                 "set savepoints.path to a folder this user may write"
             ) from None
 
@@ -174,14 +174,14 @@ class HadoopFolder:
             path = hadoop_files.readable(self._fs, self._path(self.where(name)))
             return None if path is None else self._read(path)
         except self._java_error as exc:
-            raise SavepointError(f"cannot read savepoint {self.where(name)}: {_java_reason(exc)}") from None
+            raise SavepointError(f"cannot read savepoint {self.where(name)}: {hadoop_files.java_reason(exc)}") from None
 
     def write(self, name: str, text: str) -> None:
         """Raises OSError with Hadoop's reason, as a local folder's write does: the copy stops (rerun to resume)."""
         try:
             hadoop_files.write_atomically(self._fs, self._path(self.where(name)), text)
         except self._java_error as exc:
-            raise OSError(f"cannot write savepoint {self.where(name)}: {_java_reason(exc)}") from None
+            raise OSError(f"cannot write savepoint {self.where(name)}: {hadoop_files.java_reason(exc)}") from None
 
     def delete(self, name: str) -> None:
         hadoop_files.delete(self._fs, self._path(self.where(name)))
@@ -202,12 +202,3 @@ class HadoopFolder:
 
     def _path(self, uri: str) -> Any:
         return self._path_class(uri)
-
-
-def _java_reason(exc: Any) -> str:
-    """The Java exception's class and message, one line."""
-    try:
-        text = str(exc.java_exception.toString())
-    except Exception:  # the JVM is gone: py4j's own text
-        text = str(exc)
-    return " ".join(text.split("\n")[0].split()) or type(exc).__name__

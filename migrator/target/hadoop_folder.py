@@ -22,6 +22,7 @@ from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 
 from migrator.errors import ExportExists, ExportPathError
+from migrator.hadoop_files import java_reason
 from migrator.export.manifest import SUMMARY_FILE_NAME
 from migrator.export.output import EXPORTS_FOLDER
 from migrator.target.export_folder import FOLDERS_CHECKED, ExportFolder
@@ -118,10 +119,3 @@ class HadoopFolder:
 _FIX = ": check target.path, and that this cluster's Hadoop configuration reaches that filesystem"
 
 
-def java_reason(exc: Py4JJavaError) -> str:
-    """The Java exception's class and message, one line: `java.net.ConnectException: Call From ...`."""
-    try:
-        text = str(exc.java_exception.toString())
-    except Exception:  # the JVM is gone: py4j's own text
-        text = str(exc)
-    return " ".join(text.split("\n")[0].split()) or type(exc).__name__
