@@ -25,7 +25,16 @@ from faultproxy import FaultProxy
 from sample_data import create_sample_table, make_items
 from test_replicate_checkpoint import Changes, until_converged
 from test_replicate_streams import drain, wait_for_output, wait_until_converged
-from test_resume import ITEMS, SEGMENTS, copied_segments, scanned_segments, slow_copy, start_job, wait_for_segments  # noqa: F401
+from test_resume import (  # noqa: F401 (recording_proxy and slow_copy are fixtures)
+    ITEMS,
+    SEGMENTS,
+    copied_segments,
+    recording_proxy,
+    scanned_segments,
+    slow_copy,
+    start_job,
+    wait_for_segments,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -53,10 +62,11 @@ def send_sigterm(job: subprocess.Popen, to: str) -> None:
     ids=["spark-submit-jvm", "python-driver", "spark-submit-group"],
 )
 def test_sigterm_mid_snapshot_keeps_the_savepoint_prints_the_summary_and_exits_143(
-    dynamodb, endpoint_url, slow_copy, spark, launch, to
+    dynamodb, recording_proxy, slow_copy, spark, launch, to
 ):
     source, target, config, savepoints = slow_copy
-    job = launch(config(endpoint_url, "first.yaml"))
+    proxy = recording_proxy  # both runs reach the emulator through it: a savepoint belongs to one endpoint
+    job = launch(config(proxy.endpoint_url, "first.yaml"))
     wait_for_segments(job, savepoints, at_least=2)
     send_sigterm(job, to)
     output, _ = job.communicate(timeout=60)
@@ -68,9 +78,9 @@ def test_sigterm_mid_snapshot_keeps_the_savepoint_prints_the_summary_and_exits_1
     done_before = copied_segments(savepoints)
     assert 2 <= len(done_before) < SEGMENTS, output
 
-    with FaultProxy(endpoint_url, fault_rate=0.0, record=True) as proxy:
-        rerun = run_in_process(config(proxy.endpoint_url, "rerun.yaml"), spark)
-        scanned = scanned_segments(proxy)
+    first_run_requests = len(proxy.recorded)
+    rerun = run_in_process(config(proxy.endpoint_url, "rerun.yaml"), spark)
+    scanned = scanned_segments(proxy, since=first_run_requests)
     assert scanned == set(range(SEGMENTS)) - done_before
     assert rerun.segments_resumed == len(done_before)
     assert_same_items(make_items(ITEMS), scan_all(dynamodb, target))
