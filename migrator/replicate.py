@@ -69,6 +69,8 @@ RECORDS_PER_SHARD_PER_BATCH = 1000
 # Lambda polls a DynamoDB stream's shards four times a second; twice keeps well within
 # GetRecords' five calls per second per shard and DescribeStream's ten per second.
 TRIGGER_INTERVAL = "500 milliseconds"
+# How much unspent capacity a partition's write or lookup pacing may save up (see _apply).
+REPLICATION_BURST_SECONDS = 0.2
 
 Feed = DynamoDBStreamsFeed | KinesisFeed
 
@@ -374,9 +376,11 @@ def _apply(task: ApplyTask, changes: list[ChangeRecord], counters: WriteCounters
     """
     renames = dict(task.renames)
     puts = deletes = 0
-    # Buckets start empty: a full one would let every partition of every batch burst.
-    writes = CapacityLimiter(task.write_units_per_second, starts_empty=True)
-    lookups = CapacityLimiter(task.read_units_per_second, starts_empty=True)
+    # Buckets start empty and hold a fifth of a second: a full one, or one refilled to a whole
+    # second while the task writes (for lookups) or looks up (for writes), would let every
+    # partition of every batch burst above the configured rate.
+    writes = CapacityLimiter(task.write_units_per_second, REPLICATION_BURST_SECONDS, starts_empty=True)
+    lookups = CapacityLimiter(task.read_units_per_second, REPLICATION_BURST_SECONDS, starts_empty=True)
     with PipelinedWriter(
         task.target, task.target_table, batch_size=task.batch_size,
         limiter=writes, report_capacity=task.target_reports_capacity,
