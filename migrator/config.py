@@ -492,10 +492,10 @@ class S3ExportSource(_Connected):
     # tableCreationParameters (exports this project writes), else the import is refused.
     # The live table the export was taken from: described for the key schema and indexes
     # when tableDescription is absent, and, with target.streamChanges, whose stream is
-    # replicated after the import (migrator.chaining).
+    # replicated after the import (migrator.replicate.chaining).
     stream_source: DynamoSource | None = None
     # With target.streamChanges: go on when the live table's stream cannot hold every change
-    # made since the export's exportTime (those changes are then lost). See migrator.chaining.
+    # made since the export's exportTime (those changes are then lost). See migrator.replicate.chaining.
     accept_stream_gap: bool = False
     use_path_style_access: bool | None = None
     max_map_tasks: int | None = Field(default=None, ge=1)
@@ -658,7 +658,7 @@ class Savepoints(_Connected):
     """Where snapshot progress is kept: a local directory, `s3://bucket/prefix`, or a Hadoop filesystem URI.
 
     region, endpoint and credentials reach S3 (default: the AWS chain and region); see
-    `migrator.savepoint_folders`.
+    `migrator.snapshot.savepoint_folders`.
     """
 
     path: str = Field(default="./savepoints", min_length=1)
@@ -735,7 +735,7 @@ RecordedText = Annotated[str | None, BeforeValidator(_as_text)]
 
 
 class RecordedSide(_Model):
-    """One side of a copy as a savepoint recorded it (see migrator.savepoints)."""
+    """One side of a copy as a savepoint recorded it (see migrator.snapshot.savepoints)."""
 
     type: str
     endpoint: RecordedText = None
@@ -750,7 +750,7 @@ class SavepointRecord(_Model):
     """The `savepoint:` block a savepoint carries, so that the file still loads when run as a config.
 
     Its `copiedSegments` tell the segments this project copied from a `skipSegments` written
-    by hand; the rest is checked by migrator.savepoints when the savepoint is read.
+    by hand; the rest is checked by migrator.snapshot.savepoints when the savepoint is read.
     """
 
     format: int
@@ -1105,7 +1105,7 @@ def _check_export_target(cleaned: dict[str, Any], target: dict[str, Any], path: 
 
 
 def _refuse_chaining(source: dict[str, Any], target: Any, on_invalid_checkpoint: Any, path: str) -> None:
-    """streamChanges after an S3 export import (chaining, migrator.chaining): what it needs and refuses."""
+    """streamChanges after an S3 export import (chaining, migrator.replicate.chaining): what it needs and refuses."""
     changes = target.get("streamChanges") if isinstance(target, dict) else None
     if changes in (None, False):
         return

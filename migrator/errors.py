@@ -204,7 +204,7 @@ class SourceTableNotFound(SourceError):
 class StreamGap(SourceError):
     """Chaining an S3 export with the live table's stream: the stream cannot replay every change since the export.
 
-    Built by `migrator.chaining`, which says why (`reason`) and what was written so far
+    Built by `migrator.replicate.chaining`, which says why (`reason`) and what was written so far
     (`outcome`); the ways out are the same for every reason.
     """
 

@@ -14,8 +14,10 @@ from typing import Callable
 
 from pyspark.sql import SparkSession
 
-from migrator import aws, chaining, checkpoint, export_import, export_write, prune, replay_start, savepoint_folders
-from migrator.checkpoint import Checkpoint
+from migrator import aws
+from migrator.replicate import chaining, checkpoint, replay_start
+from migrator.snapshot import export_import, export_write, prune, savepoint_folders
+from migrator.replicate.checkpoint import Checkpoint
 from migrator.config import LoadedConfig, MigratorConfig
 from migrator.errors import (
     CheckpointError,
@@ -25,12 +27,12 @@ from migrator.errors import (
     SavepointError,
     SourceTableNotFound,
 )
-from migrator.export_progress import ImportSummary
+from migrator.snapshot.export_progress import ImportSummary
 from migrator.metrics import ReplicationMetrics
 from migrator.plan import SnapshotPlan, plan_snapshot, planned_units
-from migrator.progress import ProgressReporter, SnapshotSummary
-from migrator.replicate import ReplicationSummary, replicate
-from migrator.savepoints import (
+from migrator.snapshot.progress import ProgressReporter, SnapshotSummary
+from migrator.replicate.query import ReplicationSummary, replicate
+from migrator.snapshot.savepoints import (
     ResumePoint,
     SavepointIdentity,
     SavepointStore,
@@ -40,11 +42,11 @@ from migrator.savepoints import (
     TargetTable,
     resume_point,
 )
-from migrator.segment_copy import SegmentOutcome, SegmentTask
-from migrator.snapshot import copy_segments
-from migrator.kinesis_start import open_kinesis
-from migrator.stream.dynamodb_streams import StreamInfo
-from migrator.stream.kinesis import KinesisStream, check_start_is_retained
+from migrator.snapshot.segment_copy import SegmentOutcome, SegmentTask
+from migrator.snapshot.runner import copy_segments
+from migrator.replicate.kinesis_start import open_kinesis
+from migrator.source.dynamodb_streams import StreamInfo
+from migrator.source.kinesis import KinesisStream, check_start_is_retained
 from migrator.target import tables
 from migrator.target.tables import TableInfo
 
@@ -147,7 +149,7 @@ def _import_export(
 ) -> MigrationResult:
     """An S3 export into the target, in the same order as a table copy: every check first.
 
-    With target.streamChanges (chaining, see migrator.chaining), the live table's stream
+    With target.streamChanges (chaining, see migrator.replicate.chaining), the live table's stream
     (source.streamSource) is then replicated until Ctrl+C. Whether that stream holds every
     change since the export is checked before anything is written, and a rerun with a
     checkpoint resumes replication without importing again (the savepoint lists every file).

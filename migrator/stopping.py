@@ -5,7 +5,7 @@ Kubernetes pod being deleted (SIGKILL follows after its grace period). Outside r
 raises `Terminated` in the main thread, a KeyboardInterrupt, so every path that handles Ctrl+C
 (cancel the Spark jobs, keep the savepoint as the finished segments left it, print one line)
 handles it too; the command then exits 143 instead of 130. While replicating, both signals only
-ask the query to stop between batches (`migrator.replicate`), and the job exits 0.
+ask the query to stop between batches (`migrator.replicate.query`), and the job exits 0.
 
 A second SIGTERM changes nothing: a signal sent to the job's process group reaches both the
 driver's JVM and the Python driver, and the JVM forwards its own to the driver

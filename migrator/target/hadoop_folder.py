@@ -3,7 +3,7 @@
 Executors are Python workers with no JVM of their own, so they cannot reach a Hadoop
 filesystem. The driver can: its JVM holds the cluster's Hadoop client and configuration
 (core-site.xml, hdfs-site.xml, `spark.hadoop.*`), as Spark's own checkpoints use them
-(`migrator.checkpoint`). So for such a folder the driver does every write: `_started`, each
+(`migrator.replicate.checkpoint`). So for such a folder the driver does every write: `_started`, each
 data file an executor encoded and handed back (`export_pieces`), the manifests. Any scheme
 the cluster's Hadoop has a FileSystem for works; nothing beyond Spark's jars is needed for
 HDFS.

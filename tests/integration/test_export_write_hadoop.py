@@ -22,7 +22,7 @@ import pytest
 
 from all_types import KEY_SCHEMA, all_types_items, assert_same_items
 from conftest import run_in_process, scan_all, side, write_config
-from migrator import export_pieces
+from migrator.snapshot import export_pieces
 from migrator.errors import ExportExists, ExportPathError
 from migrator.export.decode import read_items, verify_md5
 from migrator.export.manifest import check_item_counts, parse_data_files, parse_summary

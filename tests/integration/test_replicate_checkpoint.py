@@ -13,7 +13,7 @@ import pytest
 
 from all_types import by_key
 from conftest import put_items, scan_all, side, write_config
-from migrator.checkpoint import HEARTBEAT_FILE
+from migrator.replicate.checkpoint import HEARTBEAT_FILE
 from migrator.config import load_config
 from migrator.errors import CheckpointError
 from migrator.run import migrate
@@ -205,7 +205,7 @@ def test_a_stream_without_new_images_is_applied_by_reading_the_source(
             "checkpointLocation": str(tmp_path / "checkpoint"),
         },
     )
-    caplog.set_level(logging.WARNING, "migrator.stream.dynamodb_streams")
+    caplog.set_level(logging.WARNING, "migrator.source.dynamodb_streams")
     result = migrate(load_config(str(config)), lambda: spark,
                      until_converged(dynamodb, source, target, Changes(dynamodb, source, 100), tmp_path / "checkpoint"))
     assert result.replication.puts > 0 and result.replication.deletes > 0

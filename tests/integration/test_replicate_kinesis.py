@@ -15,7 +15,7 @@ from all_types import by_key
 from conftest import TEST_REGION, put_items, scan_all, side, write_config
 from migrator.config import load_config
 from migrator.errors import CheckpointError
-from migrator.stream.kinesis import epoch_of
+from migrator.source.kinesis import epoch_of
 from migrator.items import to_dynamodb_json
 from migrator.run import migrate
 from moto_kinesis_retention import trim_shard

@@ -1,4 +1,4 @@
-"""Replication (`migrator.replicate.replicate`) against the scripted DynamoDB Streams server.
+"""Replication (`migrator.replicate.query.replicate`) against the scripted DynamoDB Streams server.
 
 What moto's one-shard stream cannot do: shard splits with the same key changed in the parent
 and in a child, shards appearing mid-run, expired iterators, throttling, trimmed records and
@@ -21,8 +21,8 @@ import pytest
 from conftest import scan_all, side, write_config
 from migrator.config import load_config
 from migrator.errors import CheckpointError, MigratorError
-from migrator.replicate import replicate
-from migrator.stream.dynamodb_streams import StreamInfo
+from migrator.replicate.query import replicate
+from migrator.source.dynamodb_streams import StreamInfo
 from streamserver import ScriptedStreamServer, make_shard_id
 
 pytestmark = pytest.mark.integration

@@ -18,7 +18,7 @@ import yaml
 
 from all_types import by_key
 from conftest import list_tables, put_items, run_job, scan_all, side, write_config
-from migrator import chaining
+from migrator.replicate import chaining
 from migrator.config import load_config
 from migrator.errors import CheckpointError, ConfigError, StreamGap
 from migrator.items import to_dynamodb_json
@@ -281,7 +281,7 @@ def test_an_accepted_gap_enables_the_stream_imports_and_replicates_with_a_warnin
         expected = {k: v for k, v in by_key(scan_all(dynamodb, live)).items() if k != next(iter(by_key([in_the_gap])))}
         return bool(list_commits(checkpoint)) and by_key(scan_all(dynamodb, target)) == expected
 
-    with caplog.at_level(logging.WARNING, "migrator.chaining"):
+    with caplog.at_level(logging.WARNING, "migrator.replicate.chaining"):
         result = migrate(load_config(str(config)), lambda: spark, should_stop)
 
     assert "source.acceptStreamGap is true, so the run goes on although" in caplog.text

@@ -287,7 +287,7 @@ def test_missing_data_file_is_refused_before_anything_is_written(s3, dynamodb, e
 def test_a_data_file_gone_after_the_checks_fails_its_task_naming_it(s3, endpoint_url, tmp_path):
     """The executor's side of a missing file: the object went away between the check and the read."""
     from migrator.config import load_config
-    from migrator.export_copy import FileTask, TargetWrites, import_file
+    from migrator.snapshot.export_copy import FileTask, TargetWrites, import_file
     from migrator.export.manifest import DataFile
 
     bucket = create_bucket(s3)

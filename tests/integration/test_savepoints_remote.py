@@ -30,9 +30,9 @@ from conftest import (
     write_config,
 )
 from faultproxy import FaultProxy
-from migrator.checkpoint import HEARTBEAT_FILE, Checkpoint
+from migrator.replicate.checkpoint import HEARTBEAT_FILE, Checkpoint
 from migrator.hadoop_files import PREVIOUS_SUFFIX
-from migrator.savepoint_folders import HadoopFolder
+from migrator.snapshot.savepoint_folders import HadoopFolder
 from s3_exports import create_bucket
 from sample_data import create_sample_table, make_items
 from test_export_write_hadoop import hdfs_on_local_disk, hdfs_uri  # noqa: F401 (a fixture)

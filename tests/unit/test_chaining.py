@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from migrator.chaining import (
+from migrator.replicate.chaining import (
     ExportInstant,
     LiveStream,
     chained_checkpoint_error,
@@ -18,7 +18,7 @@ from migrator.chaining import (
 )
 from migrator.errors import CheckpointError, StreamGap, rebuild_error
 from migrator.export.manifest import ExportSummary
-from migrator.stream.dynamodb_streams import StreamInfo
+from migrator.source.dynamodb_streams import StreamInfo
 
 NOW = datetime(2024, 5, 2, 9, 0, tzinfo=timezone.utc)
 EXPORTED = NOW - timedelta(hours=3)
@@ -71,11 +71,11 @@ def test_an_unknown_instant_or_stream_age_cannot_be_checked():
 
 def test_the_instant_is_export_time_else_start_time_with_a_warning(caplog):
     assert export_instant(summary(export_time=EXPORTED, start_time=NOW)) == at(EXPORTED, "exportTime")
-    with caplog.at_level(logging.WARNING, "migrator.chaining"):
+    with caplog.at_level(logging.WARNING, "migrator.replicate.chaining"):
         assert export_instant(summary(start_time=EXPORTED)) == at(EXPORTED, "startTime")
     assert "has no exportTime" in caplog.text and "startTime 2024-05-02T06:00:00Z" in caplog.text
     caplog.clear()
-    with caplog.at_level(logging.WARNING, "migrator.chaining"):
+    with caplog.at_level(logging.WARNING, "migrator.replicate.chaining"):
         export_instant(summary(start_time=EXPORTED), warn=False)
     assert caplog.text == ""
     assert export_instant(summary()) == at(None, "exportTime")
@@ -149,6 +149,6 @@ def test_a_gap_found_once_the_import_is_done_says_so_and_is_no_bad_input_error()
 
 
 def test_an_accepted_gap_is_a_warning(caplog):
-    with caplog.at_level(logging.WARNING, "migrator.chaining"):
+    with caplog.at_level(logging.WARNING, "migrator.replicate.chaining"):
         check_gap(chained_config(accept=True), live(stream=None), summary(export_time=EXPORTED), now=NOW)
     assert "source.acceptStreamGap is true, so the run goes on although table 'Orders' has no stream" in caplog.text

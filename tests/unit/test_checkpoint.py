@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from migrator.checkpoint import app_name, check_writable, location
+from migrator.replicate.checkpoint import app_name, check_writable, location
 from migrator.config import parse_config
 from migrator.errors import ConfigError
 

@@ -665,8 +665,8 @@ def test_the_model_marks_every_credential_as_a_secret():
 
 @pytest.mark.parametrize("spelling", [0, 1], ids=["camelCase", "snake_case"])
 def test_every_accepted_spelling_of_a_credential_is_redacted_from_what_savepoints_hold(spelling, tmp_path):
-    from migrator.savepoint_folders import LocalFolder
-    from migrator.savepoints import SavepointIdentity, SavepointStore, Side, SnapshotProgress
+    from migrator.snapshot.savepoint_folders import LocalFolder
+    from migrator.snapshot.savepoints import SavepointIdentity, SavepointStore, Side, SnapshotProgress
 
     source_credentials, source_planted = credentials_block(spelling, "source")
     target_credentials, target_planted = credentials_block(spelling, "target")

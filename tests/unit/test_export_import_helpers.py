@@ -11,11 +11,11 @@ from migrator.errors import SavepointError, Throttled
 from migrator.export.errors import ExportFileError, ImportFileFailed
 from migrator.export.manifest import DataFile, parse_summary
 from migrator.export.plan import plan_import
-from migrator.export_copy import FILE, RECORD, FileOutcome, FileTask, TargetWrites, _file_error, is_file_outcome, is_record
-from migrator.export_import import _exported_table, _raise_first_failure, resume_point
-from migrator.export_progress import ImportSummary
+from migrator.snapshot.export_copy import FILE, RECORD, FileOutcome, FileTask, TargetWrites, _file_error, is_file_outcome, is_record
+from migrator.snapshot.export_import import _exported_table, _raise_first_failure, resume_point
+from migrator.snapshot.export_progress import ImportSummary
 from migrator.connection import ClientSpec
-from migrator.savepoints import ImportProgress
+from migrator.snapshot.savepoints import ImportProgress
 from migrator.source.s3export import ExportManifests
 from migrator.target.tables import creation_request
 

@@ -1,4 +1,4 @@
-"""An export's segments in pieces, for a Hadoop folder the driver writes (`migrator.export_pieces`).
+"""An export's segments in pieces, for a Hadoop folder the driver writes (`migrator.snapshot.export_pieces`).
 
 No Spark and no network: the Spark job of each piece and the Hadoop folder are stand-ins
 recording what they were asked; the Scan's resumption is checked on `scan_segment` with a
@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import threading
 
-from migrator import export_pieces
+from migrator.snapshot import export_pieces
 from migrator.connection import ClientSpec
 from migrator.errors import SegmentFailed
 from migrator.export.manifest import DataFile
-from migrator.export_pieces import SegmentPieces
+from migrator.snapshot.export_pieces import SegmentPieces
 from migrator.ratelimit import CapacityLimiter
-from migrator.segment_export import SegmentFileOutcome, SegmentFileTask
-from migrator.snapshot import UnitJobs
+from migrator.snapshot.segment_export import SegmentFileOutcome, SegmentFileTask
+from migrator.snapshot.runner import UnitJobs
 from migrator.source.scan import ScanCounters, scan_segment
 from migrator.target.export_folder import ExportFolder
 

@@ -10,8 +10,8 @@ import pytest
 
 from migrator.config import MigratorConfig
 from migrator.errors import CheckpointError
-from migrator.kinesis_start import replay_start
-from migrator.stream.kinesis import check_start_is_retained, epoch_of, iso_instant
+from migrator.replicate.kinesis_start import replay_start
+from migrator.source.kinesis import check_start_is_retained, epoch_of, iso_instant
 
 ARN = "arn:aws:kinesis:us-east-1:123456789012:stream/changes"
 

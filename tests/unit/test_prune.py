@@ -2,9 +2,9 @@
 
 from pathlib import Path
 
-from migrator.prune import canonical_key, is_owed, owe, owed_name
-from migrator.savepoint_folders import LocalFolder
-from migrator.savepoints import SavepointIdentity, SavepointStore, Side
+from migrator.snapshot.prune import canonical_key, is_owed, owe, owed_name
+from migrator.snapshot.savepoint_folders import LocalFolder
+from migrator.snapshot.savepoints import SavepointIdentity, SavepointStore, Side
 
 
 def test_equal_keys_are_equal_text_whatever_their_order_or_number_spelling():

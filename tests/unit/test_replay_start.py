@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from migrator.checkpoint import REPLAY_START_FILE, ReplayStart
+from migrator.replicate.checkpoint import REPLAY_START_FILE, ReplayStart
 from migrator.errors import CheckpointError
-from migrator.replay_start import check_same_stream, check_streams_start
+from migrator.replicate.replay_start import check_same_stream, check_streams_start
 
 STREAM = "arn:aws:dynamodb:us-east-1:123456789012:table/orders/stream/2026-11-30T08:00:00.000"
 KINESIS = "arn:aws:kinesis:us-east-1:123456789012:stream/changes"

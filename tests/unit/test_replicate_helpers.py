@@ -5,13 +5,13 @@ from __future__ import annotations
 import time
 
 from migrator.errors import CheckpointError, MigratorError
-from migrator.replicate import ApplyOutcome, _iterator_age, _query_error
+from migrator.replicate.query import ApplyOutcome, _iterator_age, _query_error
 
 PYTHON_WORKER_FAILURE = """An exception was thrown from the Python worker:
 Traceback (most recent call last):
-  File "/work/main/migrator/replicate.py", line 165, in read
+  File "/work/main/migrator/replicate/query.py", line 165, in read
     records = read_shard(
-  File "/work/main/migrator/stream/dynamodb_streams.py", line 154, in _get_records
+  File "/work/main/migrator/source/dynamodb_streams.py", line 154, in _get_records
     raise _checkpoint_or_translated(exc, shard_id, None, "reading") from exc
 migrator.errors.{name}: {message}
 """
@@ -65,7 +65,7 @@ def test_no_records_no_iterator_age():
 
 
 def test_caught_up_is_a_trigger_that_found_nothing_new_never_the_start():
-    from migrator.replicate import _caught_up
+    from migrator.replicate.query import _caught_up
 
     def status(message, data=False, active=False):
         return {"message": message, "isDataAvailable": data, "isTriggerActive": active}

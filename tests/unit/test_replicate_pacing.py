@@ -6,8 +6,8 @@ import yaml
 
 from migrator.config import parse_config
 from migrator.connection import ClientSpec
-from migrator.replicate import ApplyTask, _lookup_units, _may_look_up, partition_share, replication_rates
-from migrator.stream.dynamodb_streams import StreamInfo
+from migrator.replicate.query import ApplyTask, _lookup_units, _may_look_up, partition_share, replication_rates
+from migrator.source.dynamodb_streams import StreamInfo
 
 
 def config(source: dict, target: dict) -> str:

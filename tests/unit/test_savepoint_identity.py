@@ -12,8 +12,8 @@ import yaml
 
 from migrator.config import parse_config
 from migrator.errors import ConfigError, SavepointError
-from migrator.savepoint_folders import LocalFolder
-from migrator.savepoints import (
+from migrator.snapshot.savepoint_folders import LocalFolder
+from migrator.snapshot.savepoints import (
     ResumePoint,
     SavepointIdentity,
     SavepointStore,

@@ -11,8 +11,8 @@ from migrator.config import parse_config
 from migrator.errors import SavepointError
 from pathlib import Path
 
-from migrator.savepoint_folders import LocalFolder
-from migrator.savepoints import ImportProgress, SavepointIdentity, SavepointStore, SegmentLedger, Side
+from migrator.snapshot.savepoint_folders import LocalFolder
+from migrator.snapshot.savepoints import ImportProgress, SavepointIdentity, SavepointStore, SegmentLedger, Side
 
 SECRET = "planted-import-secret-77f1"
 CONFIG_TEXT = textwrap.dedent(

@@ -12,7 +12,7 @@ import botocore.exceptions as bx
 import pytest
 
 from migrator.errors import CheckpointError
-from migrator.stream import kinesis
+from migrator.source import kinesis
 
 ARN = "arn:aws:kinesis:us-east-1:123456789012:stream/changes"
 START = "2026-11-29T10:00:00.000000+00:00"

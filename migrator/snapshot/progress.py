@@ -7,9 +7,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from migrator.segment_copy import SegmentOutcome
+from migrator.snapshot.segment_copy import SegmentOutcome
 
-log = logging.getLogger("migrator.progress")
+log = logging.getLogger("migrator.snapshot.progress")
 
 
 @dataclass

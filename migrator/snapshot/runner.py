@@ -21,7 +21,7 @@ from py4j.protocol import Py4JError
 from pyspark.sql import SparkSession
 
 from migrator.errors import SegmentFailed
-from migrator.segment_copy import SegmentOutcome, SegmentTask, copy_segment
+from migrator.snapshot.segment_copy import SegmentOutcome, SegmentTask, copy_segment
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 A feed is plain, picklable values (the client spec, the stream's ARN, how to read its records):
 the driver plans shard ranges with it and executors read them again after a restart. What
-`migrator.replicate` needs from a feed is small: list the shards, read what is new in one, read
+`migrator.replicate.query` needs from a feed is small: list the shards, read what is new in one, read
 a planned range again, a record's sequence number (and arrival time), the record as a
 `ChangeRecord`, and whether records after a shard's position may have been trimmed unread.
 """
@@ -14,7 +14,7 @@ from typing import Any
 
 from migrator import aws
 from migrator.connection import ClientSpec
-from migrator.stream import dynamodb_streams, kinesis
+from migrator.source import dynamodb_streams, kinesis
 from migrator.stream.kinesis_records import from_kinesis_record
 from migrator.stream.reading import ShardRead
 from migrator.stream.records import ChangeRecord, from_dynamodb_stream_record

@@ -23,8 +23,8 @@ from pyspark.sql import SparkSession
 
 from migrator.errors import SegmentFailed
 from migrator.export.output import data_file_name
-from migrator.segment_export import SegmentFileOutcome, SegmentFileTask
-from migrator.snapshot import UnitJobs, run_job
+from migrator.snapshot.segment_export import SegmentFileOutcome, SegmentFileTask
+from migrator.snapshot.runner import UnitJobs, run_job
 from migrator.target.hadoop_folder import HadoopFolder
 
 # Bounds the driver's memory: about three copies of a piece per running segment (the task

@@ -7,9 +7,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from migrator.export_copy import ChangesOutcome, FileOutcome
+from migrator.snapshot.export_copy import ChangesOutcome, FileOutcome
 
-log = logging.getLogger("migrator.progress")
+log = logging.getLogger("migrator.snapshot.progress")
 
 
 @dataclass

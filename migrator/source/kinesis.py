@@ -12,7 +12,7 @@ spaced 200 ms apart and ProvisionedThroughputExceededException backs off.
 Kinesis keeps records for its retention period (24 hours to 365 days) and, unlike DynamoDB
 Streams, does not say when a position has been trimmed: an iterator after a trimmed record
 starts at the oldest record kept. So the age of the replay start and of the checkpoint is
-checked against the retention (`start_is_retained`, `migrator.checkpoint`), and a shard read
+checked against the retention (`start_is_retained`, `migrator.replicate.checkpoint`), and a shard read
 behind the stream's tip is checked against its trim horizon (`check_retained`) when a run
 resumes it and, while running, once the last record read from it nears the retention's age
 (`needs_trim_check`).
@@ -42,7 +42,7 @@ MAX_RECORDS_PER_CALL = 10_000
 # A replay start or a checkpoint older than the retention less this margin is refused, as the
 # DynamoDB Streams path refuses one older than 18 of 24 hours: catching up after a long stop
 # takes time too, and Kinesis goes on trimming meanwhile.
-RETENTION_MARGIN_SECONDS = 6 * 3600  # as migrator.checkpoint's
+RETENTION_MARGIN_SECONDS = 6 * 3600  # as migrator.replicate.checkpoint's
 # Records are trimmed once older than the retention, never sooner; the guard covers the skew
 # between the driver's clock and the arrival times Kinesis stamps.
 TRIM_GUARD_SECONDS = 600

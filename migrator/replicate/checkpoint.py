@@ -14,7 +14,7 @@ The replay start (`ReplayStart`, in `migrator-replay-start.json`) is written her
 it is fixed, before the first segment is copied: the stream it reads and, in Kinesis mode, the
 AT_TIMESTAMP instant. Spark's offsets only hold it once the first batch is planned, after the
 snapshot, so without this record a rerun of an interrupted snapshot would pick a new start and
-miss the changes made in between to the items already copied (`migrator.replay_start`).
+miss the changes made in between to the items already copied (`migrator.replicate.replay_start`).
 
 A checkpoint "exists", for resuming, once Spark committed a batch (a file in commits/): Spark
 creates its empty folders as the query starts, before its first trigger, which may fail.

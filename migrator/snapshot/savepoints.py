@@ -14,7 +14,7 @@ finds it and resumes; and it is tied to both sides:
   from the one the segments went into, and a `skipSegments` written by hand (ScyllaDB
   Migrator's partial migrations) from segments recorded as copied.
 
-Files are written atomically by the folder that holds them (`migrator.savepoint_folders`:
+Files are written atomically by the folder that holds them (`migrator.snapshot.savepoint_folders`:
 local, S3 or Hadoop), only by the driver, after each finished segment, with every
 credential value redacted. An S3 export import saves the same way, with `skipFiles` (the
 imported data files' keys) in place of `skipSegments`.
@@ -198,7 +198,7 @@ def _record_target(record: dict[str, Any], target: TargetTable | None) -> None:
 
 
 class SavepointFolder(Protocol):
-    """Where savepoint files live; see `migrator.savepoint_folders` for local, S3 and Hadoop folders."""
+    """Where savepoint files live; see `migrator.snapshot.savepoint_folders` for local, S3 and Hadoop folders."""
 
     def where(self, name: str = "") -> str: ...
 
@@ -255,7 +255,7 @@ class SavepointStore:
         if not isinstance(files, list) or not all(isinstance(key, str) for key in files):
             raise self._damaged()
         # That the listed files are this export's is checked against its manifest
-        # (see migrator.export_import.resume_point).
+        # (see migrator.snapshot.export_import.resume_point).
         return ImportProgress(
             self.identity.source.table, self.identity.target.table, frozenset(files), _recorded_target(record)
         )

@@ -36,7 +36,7 @@ from migrator.export.errors import ImportFileFailed
 from migrator.export.incremental import newer
 from migrator.export.manifest import DataFile
 from migrator.export.plan import ImportPlan, plan_import
-from migrator.export_copy import (
+from migrator.snapshot.export_copy import (
     FileOutcome,
     FileTask,
     TargetWrites,
@@ -46,10 +46,10 @@ from migrator.export_copy import (
     is_record,
     read_changes,
 )
-from migrator.export_progress import ImportReporter, ImportSummary
+from migrator.snapshot.export_progress import ImportReporter, ImportSummary
 from migrator.plan import planned_units
-from migrator.savepoints import ImportProgress, SavepointStore, SegmentLedger, TargetTable
-from migrator.snapshot import UnitJobs, cancel_jobs, plain_ctrl_c, run_units
+from migrator.snapshot.savepoints import ImportProgress, SavepointStore, SegmentLedger, TargetTable
+from migrator.snapshot.runner import UnitJobs, cancel_jobs, plain_ctrl_c, run_units
 from migrator.source.s3export import ExportManifests, check_files_present, read_manifests
 from migrator.target import tables
 from migrator.target.tables import TableInfo

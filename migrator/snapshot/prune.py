@@ -34,8 +34,8 @@ from migrator.errors import MigratorError
 from migrator.items import Item
 from migrator.plan import SnapshotPlan
 from migrator.ratelimit import CapacityLimiter
-from migrator.savepoints import SavepointStore
-from migrator.snapshot import cancel_jobs, plain_ctrl_c
+from migrator.snapshot.savepoints import SavepointStore
+from migrator.snapshot.runner import cancel_jobs, plain_ctrl_c
 from migrator.source.scan import ScanCounters, scan_segment
 from migrator.target.pipeline import PipelinedWriter
 from migrator.target.tables import TableInfo

@@ -43,11 +43,11 @@ from migrator.export.output import (
     summary_document,
     table_creation_parameters,
 )
-from migrator.export_pieces import SegmentPieces
+from migrator.snapshot.export_pieces import SegmentPieces
 from migrator.plan import plan_snapshot, planned_units
-from migrator.progress import ProgressReporter, SnapshotSummary
-from migrator.segment_export import SegmentFileOutcome, SegmentFileTask, export_segment
-from migrator.snapshot import UnitJobs, run_units
+from migrator.snapshot.progress import ProgressReporter, SnapshotSummary
+from migrator.snapshot.segment_export import SegmentFileOutcome, SegmentFileTask, export_segment
+from migrator.snapshot.runner import UnitJobs, run_units
 from migrator.target import tables
 from migrator.target.export_folder import ExportFolder, local_size_bytes, refuse_existing, write_object
 from migrator.target.hadoop_folder import HadoopFolder

@@ -27,11 +27,11 @@ from datetime import datetime
 from typing import Callable
 
 from migrator import aws
-from migrator.checkpoint import Checkpoint, ReplayStart
+from migrator.replicate.checkpoint import Checkpoint, ReplayStart
 from migrator.config import MigratorConfig
-from migrator.replay_start import check_same_stream
-from migrator.stream import kinesis
-from migrator.stream.kinesis import KinesisStream
+from migrator.replicate.replay_start import check_same_stream
+from migrator.source import kinesis
+from migrator.source.kinesis import KinesisStream
 
 log = logging.getLogger(__name__)
 

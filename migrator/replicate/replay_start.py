@@ -3,7 +3,7 @@
 Replication must replay every change made since the snapshot began, so where it starts is
 fixed before the first segment is copied and recorded at once (`checkpoint.ReplayStart`):
 a rerun of an interrupted snapshot, or of a run whose first trigger failed, starts there
-too, never from its own later clock. Kinesis's start is opened in `migrator.kinesis_start`;
+too, never from its own later clock. Kinesis's start is opened in `migrator.replicate.kinesis_start`;
 this module opens DynamoDB Streams' and holds the checks both share.
 
 DynamoDB Streams start at TRIM_HORIZON, which silently begins at whatever the stream still
@@ -29,11 +29,11 @@ import logging
 import time
 
 from migrator import aws
-from migrator.checkpoint import MAX_AGE_SECONDS, Checkpoint, ReplayStart
+from migrator.replicate.checkpoint import MAX_AGE_SECONDS, Checkpoint, ReplayStart
 from migrator.config import MigratorConfig
 from migrator.errors import CheckpointError, StreamNotEnabled
-from migrator.stream.dynamodb_streams import StreamInfo, ensure_stream
-from migrator.stream.kinesis import KinesisStream, check_start_is_retained
+from migrator.source.dynamodb_streams import StreamInfo, ensure_stream
+from migrator.source.kinesis import KinesisStream, check_start_is_retained
 
 log = logging.getLogger(__name__)
 

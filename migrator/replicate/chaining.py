@@ -26,7 +26,7 @@ import can push the export's instant past the retention.
 The instant is `exportTime` (for an incremental export, the end of its window,
 `exportToTime`); a full export's summary without it (old exports) falls back to `startTime`,
 with a warning. A rerun whose checkpoint exists resumes from the checkpoint instead: the
-rules above no longer matter, the checkpoint's own checks (migrator.checkpoint) do.
+rules above no longer matter, the checkpoint's own checks (migrator.replicate.checkpoint) do.
 """
 
 from __future__ import annotations
@@ -37,14 +37,14 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from migrator import aws
-from migrator.checkpoint import Checkpoint
+from migrator.replicate.checkpoint import Checkpoint
 from migrator.config import MigratorConfig
 from migrator.errors import STOPPED_RATHER_THAN_SKIP, CheckpointError, ConfigError, StreamGap
 from migrator.export.manifest import ExportSummary
 from migrator.source.s3export import ExportManifests
-from migrator.kinesis_start import open_kinesis
-from migrator.stream.dynamodb_streams import StreamInfo, ensure_stream
-from migrator.stream.kinesis import KinesisStream, check_start_is_retained
+from migrator.replicate.kinesis_start import open_kinesis
+from migrator.source.dynamodb_streams import StreamInfo, ensure_stream
+from migrator.source.kinesis import KinesisStream, check_start_is_retained
 from migrator.target import tables
 
 log = logging.getLogger(__name__)

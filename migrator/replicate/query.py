@@ -35,7 +35,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from migrator import aws
 from migrator.config import LoadedConfig, MigratorConfig, load_config
 from migrator.connection import ClientSpec
-from migrator.checkpoint import Checkpoint
+from migrator.replicate.checkpoint import Checkpoint
 from migrator.errors import CheckpointError, MigratorError, rebuild_error
 from migrator.items import item_size_bytes, rename_attributes, to_dynamodb_json
 from migrator.metrics import ReplicationMetrics
@@ -43,9 +43,9 @@ from migrator.plan import planned_units
 from migrator.ratelimit import CapacityLimiter
 from migrator.spark import leave_ctrl_c_to_the_driver
 from migrator.stream.collapse import collapse, drop_filtered, key_repr
-from migrator.stream.dynamodb_streams import StreamInfo
-from migrator.stream.feeds import DynamoDBStreamsFeed, KinesisFeed
-from migrator.stream.kinesis import KinesisStream, epoch_of
+from migrator.source.dynamodb_streams import StreamInfo
+from migrator.source.stream_feeds import DynamoDBStreamsFeed, KinesisFeed
+from migrator.source.kinesis import KinesisStream, epoch_of
 from migrator.stream.kinesis_records import SkippedRecord
 from migrator.stream.offsets import ShardPosition, StreamOffset
 from migrator.stream import key_state
@@ -496,7 +496,7 @@ def replicate(
 ) -> ReplicationSummary:
     """Replay the stream into the target until Ctrl+C (or `should_stop`, for notebooks and tests).
 
-    A checkpoint that cannot be honoured raises CheckpointError (see migrator.checkpoint).
+    A checkpoint that cannot be honoured raises CheckpointError (see migrator.replicate.checkpoint).
     The stream is the live table's (`config.live_source`): the source table of a table copy,
     or the `streamSource` of an S3 export import; changes are read, and looked up, there.
     It is its DynamoDB stream, or the Kinesis stream it streams to (then each key's last
