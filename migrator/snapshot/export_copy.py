@@ -10,19 +10,17 @@ manifest before any of its items is used, so a damaged object writes nothing. (R
 S3 stream while writes are paced to the target's capacity could also leave the connection
 idle long enough for S3 to drop it.) Items stay in DynamoDB JSON wire form from the file to
 BatchWriteItem. No function here raises: each returns (or yields) an outcome carrying the
-error, because an exception inside a Spark task reaches the driver only as text, while a
-returned error pickles back intact with its class and `retryable` flag.
+error (`migrator.task_boundary`).
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import tempfile
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import BinaryIO, Iterable, Iterator
+from dataclasses import dataclass
+from typing import BinaryIO, Callable, Iterable, Iterator
 
 from migrator import aws
 from migrator.connection import ClientSpec
@@ -33,11 +31,11 @@ from migrator.export.incremental import IncrementalRecord
 from migrator.export.manifest import DataFile
 from migrator.items import rename_attributes
 from migrator.ratelimit import CapacityLimiter
+from migrator.snapshot.outcomes import ChangesOutcome, FileOutcome
 from migrator.source.s3export import download
 from migrator.target.pipeline import PipelinedWriter
 from migrator.target.writer import WriteCounters
-
-log = logging.getLogger(__name__)
+from migrator.task_boundary import errors_returned
 
 # The two kinds of pairs `read_changes` yields, by the first element of their key.
 RECORD = "record"  # (RECORD, canonical JSON of the item's key) → IncrementalRecord
@@ -74,52 +72,18 @@ class FileTask:
         return self.data_file.data_file_s3_key
 
 
-@dataclass(frozen=True)
-class FileOutcome:
-    """What importing (or reading) one data file did, or the error that stopped it."""
-
-    file_key: str
-    items: int = 0  # lines read
-    written: int = 0
-    retries: int = 0
-    unprocessed_retries: int = 0
-    seconds: float = 0.0
-    error: MigratorError | None = field(default=None)
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-
-@dataclass(frozen=True)
-class ChangesOutcome:
-    """What one partition of an incremental export's newest records did."""
-
-    puts: int = 0
-    deletes: int = 0
-    retries: int = 0
-    unprocessed_retries: int = 0
-    error: MigratorError | None = field(default=None)
-
-
 def import_file(task: FileTask) -> FileOutcome:
     """A full export's data file: put every item into the target; returns counts or the error."""
     started = time.monotonic()
     items = 0
     counters = WriteCounters()
     renames = dict(task.writes.renames)
-    try:
+    with errors_returned(f"importing {task.file_key}", file_failed(task), keep=names_its_file) as caught:
         with _local_copy(task) as copy, _writer(task.writes) as writer:
             for item in read_items(task.data_file, copy, task.output_format):
                 writer.put(rename_attributes(item, renames, task.writes.key_names))
                 items += 1
             counters = writer.close()
-        error = None
-    except MigratorError as exc:
-        error = _file_error(task, exc)
-    except Exception as exc:  # a bug, not a damaged file or an AWS failure: report it whole, do not retry
-        log.exception("importing %s failed unexpectedly", task.file_key)
-        error = ImportFileFailed(task.file_key, task.number, task.total_files, f"{type(exc).__name__}: {exc}", False)
     return FileOutcome(
         file_key=task.file_key,
         items=items,
@@ -127,7 +91,7 @@ def import_file(task: FileTask) -> FileOutcome:
         retries=counters.retries,
         unprocessed_retries=counters.unprocessed_retries,
         seconds=time.monotonic() - started,
-        error=error,
+        error=caught.error,
     )
 
 
@@ -139,18 +103,12 @@ def read_changes(task: FileTask) -> Iterator[tuple[tuple[str, str], IncrementalR
     """
     started = time.monotonic()
     count = 0
-    error = None
-    try:
+    with errors_returned(f"reading {task.file_key}", file_failed(task), keep=names_its_file) as caught:
         with _local_copy(task) as copy:
             for record in read_incremental_records(task.data_file, copy, task.output_format):
                 count += 1
                 yield (RECORD, record.key), record
-    except MigratorError as exc:
-        error = _file_error(task, exc)
-    except Exception as exc:
-        log.exception("reading %s failed unexpectedly", task.file_key)
-        error = ImportFileFailed(task.file_key, task.number, task.total_files, f"{type(exc).__name__}: {exc}", False)
-    outcome = FileOutcome(file_key=task.file_key, items=count, seconds=time.monotonic() - started, error=error)
+    outcome = FileOutcome(file_key=task.file_key, items=count, seconds=time.monotonic() - started, error=caught.error)
     yield (FILE, task.file_key), outcome
 
 
@@ -167,7 +125,11 @@ def apply_changes(writes: TargetWrites, records: Iterable[IncrementalRecord]) ->
     renames = dict(writes.renames)
     puts = deletes = 0
     counters = WriteCounters()
-    try:
+
+    def failed(cause: str, retryable: bool) -> MigratorError:
+        return MigratorError(f"applying an incremental export to {writes.table!r} failed: {cause}")
+
+    with errors_returned("applying incremental changes", failed, keep=lambda error: True) as caught:
         with _writer(writes) as writer:
             for record in records:
                 if record.is_delete:
@@ -177,13 +139,7 @@ def apply_changes(writes: TargetWrites, records: Iterable[IncrementalRecord]) ->
                     writer.put(rename_attributes(record.new_image, renames, tuple(record.keys)))
                     puts += 1
             counters = writer.close()
-        error = None
-    except MigratorError as exc:
-        error = exc
-    except Exception as exc:
-        log.exception("applying incremental changes failed unexpectedly")
-        error = MigratorError(f"applying an incremental export to {writes.table!r} failed: {type(exc).__name__}: {exc}")
-    yield ChangesOutcome(puts, deletes, counters.retries, counters.unprocessed_retries, error)
+    yield ChangesOutcome(puts, deletes, counters.retries, counters.unprocessed_retries, caught.error)
 
 
 @contextmanager
@@ -215,8 +171,13 @@ def _writer(writes: TargetWrites) -> PipelinedWriter:
     )  # fmt: skip
 
 
-def _file_error(task: FileTask, error: MigratorError) -> MigratorError:
+def names_its_file(error: MigratorError) -> bool:
     """A damaged file's error already names it; any other failure gets the file it happened in."""
-    if isinstance(error, ExportFileError):
-        return error
-    return ImportFileFailed(task.file_key, task.number, task.total_files, str(error), error.retryable)
+    return isinstance(error, ExportFileError)
+
+
+def file_failed(task: FileTask) -> Callable[[str, bool], MigratorError]:
+    def failed(cause: str, retryable: bool) -> MigratorError:
+        return ImportFileFailed(task.file_key, task.number, task.total_files, cause, retryable)
+
+    return failed

@@ -37,7 +37,6 @@ from migrator.export.incremental import newer
 from migrator.export.manifest import DataFile
 from migrator.export.plan import ImportPlan, plan_import
 from migrator.snapshot.export_copy import (
-    FileOutcome,
     FileTask,
     TargetWrites,
     apply_changes,
@@ -46,7 +45,8 @@ from migrator.snapshot.export_copy import (
     is_record,
     read_changes,
 )
-from migrator.snapshot.export_progress import ImportReporter, ImportSummary
+from migrator.snapshot.outcomes import FileOutcome
+from migrator.snapshot.progress import ImportReporter, ImportSummary
 from migrator.plan import planned_units
 from migrator.snapshot.savepoints import ImportProgress, SavepointStore, SegmentLedger, TargetTable
 from migrator.snapshot.runner import UnitJobs, cancel_jobs, plain_ctrl_c, run_units

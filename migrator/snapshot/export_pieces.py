@@ -23,7 +23,8 @@ from pyspark.sql import SparkSession
 
 from migrator.errors import SegmentFailed
 from migrator.export.output import data_file_name
-from migrator.snapshot.segment_export import SegmentFileOutcome, SegmentFileTask
+from migrator.snapshot.outcomes import SegmentFileOutcome
+from migrator.snapshot.segment_export import SegmentFileTask
 from migrator.snapshot.runner import UnitJobs, run_job
 from migrator.target.hadoop_folder import HadoopFolder
 

@@ -46,7 +46,8 @@ from migrator.export.output import (
 from migrator.snapshot.export_pieces import SegmentPieces
 from migrator.plan import plan_snapshot, planned_units
 from migrator.snapshot.progress import ProgressReporter, SnapshotSummary
-from migrator.snapshot.segment_export import SegmentFileOutcome, SegmentFileTask, export_segment
+from migrator.snapshot.outcomes import SegmentFileOutcome
+from migrator.snapshot.segment_export import SegmentFileTask, export_segment
 from migrator.snapshot.runner import UnitJobs, run_units
 from migrator.target import tables
 from migrator.target.export_folder import ExportFolder, local_size_bytes, refuse_existing, write_object

@@ -2,8 +2,7 @@
 
 Runs on an executor. Items go from Scan to the gzip file in wire form (DynamoDB JSON, as
 exports hold it) without passing through Spark rows. Like `segment_copy`, the function never
-raises: it returns a `SegmentFileOutcome` that carries the error, because a returned error
-pickles back to the driver intact with its class and `retryable` flag.
+raises: it returns a `SegmentFileOutcome` that carries the error (`migrator.task_boundary`).
 
 For a Hadoop folder the task writes one bounded piece of the segment instead (`max_file_bytes`,
 from `start_key`) and returns the file's bytes for the driver to write (`export_pieces`).
@@ -11,9 +10,8 @@ from `start_key`) and returns the file's bytes for the driver to write (`export_
 
 from __future__ import annotations
 
-import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from migrator.connection import ClientSpec
 from migrator.errors import MigratorError, SegmentFailed
@@ -21,11 +19,11 @@ from migrator.export.manifest import DataFile
 from migrator.export.output import DataFileEncoder
 from migrator.items import Item, is_expired, item_size_bytes, rename_attributes
 from migrator.ratelimit import CapacityLimiter
+from migrator.snapshot.outcomes import SegmentFileOutcome
 from migrator.source.scan import ScanCounters, scan_segment
 from migrator.target.export_folder import ExportFolder, open_data_file
+from migrator.task_boundary import errors_returned
 from migrator.wire import wire_client
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -51,67 +49,40 @@ class SegmentFileTask:
     max_file_bytes: int | None = None
 
 
-@dataclass(frozen=True)
-class SegmentFileOutcome:
-    """What writing one segment's data file did, or the error that stopped it.
-
-    Has the fields `progress.SnapshotSummary` adds up (scanned, written, skipped_expired,
-    retries, unprocessed_retries), so the snapshot's progress lines and summary serve exports too.
-    """
-
-    segment: int
-    scanned: int = 0
-    written: int = 0  # items in the data file
-    skipped_expired: int = 0
-    retries: int = 0
-    unprocessed_retries: int = 0  # always 0: nothing is sent to a table
-    seconds: float = 0.0
-    data_files: tuple[DataFile, ...] = ()  # their manifest lines: key, itemCount, md5Checksum, etag
-    size_bytes: int = 0  # of the gzip files
-    item_bytes: int = 0  # the items' size as DynamoDB counts it (the summary's billedSizeBytes)
-    error: MigratorError | None = field(default=None)
-    data: bytes | None = None  # the gzip file, for the driver to write (a Hadoop folder); else None
-    resume_key: Item | None = None  # a piece: where the segment's next piece starts; None: the segment is done
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-
 def export_segment(task: SegmentFileTask) -> SegmentFileOutcome:
     """Scan the segment into its data file; return the file's manifest line and counts, or the error."""
     started = time.monotonic()
     counters = ScanCounters()
     skipped = 0
     where = task.folder.where(task.data_file)
-    try:
-        with open_data_file(task.folder, task.data_file) as sink, DataFileEncoder(sink) as encoder:
-            skipped, item_bytes = _write_items(task, encoder, counters)
-    except MigratorError as exc:
-        error = SegmentFailed(task.segment, task.total_segments, f"writing {where}: {exc}", exc.retryable)
-    except OSError as exc:  # a local folder: disk full, permissions; rerunning the segment will not help
-        error = SegmentFailed(task.segment, task.total_segments, f"writing {where}: {exc.strerror or exc}", False)
-    except Exception as exc:  # a bug, not an AWS or disk failure: report it whole, do not retry
-        log.exception("segment %d failed unexpectedly", task.segment)
-        error = SegmentFailed(task.segment, task.total_segments, f"{type(exc).__name__}: {exc}", False)
-    else:
+
+    def failed(cause: str, retryable: bool) -> SegmentFailed:
+        return SegmentFailed(task.segment, task.total_segments, f"writing {where}: {cause}", retryable)
+
+    with errors_returned(f"segment {task.segment}", failed) as caught:
+        try:
+            with open_data_file(task.folder, task.data_file) as sink, DataFileEncoder(sink) as encoder:
+                skipped, item_bytes = _write_items(task, encoder, counters)
+        except OSError as exc:  # a local folder: disk full, permissions; rerunning the segment will not help
+            raise MigratorError(exc.strerror or str(exc)) from None
+    if caught.error is not None:
         return SegmentFileOutcome(
-            segment=task.segment,
-            scanned=counters.items,
-            written=encoder.item_count,
-            skipped_expired=skipped,
-            retries=counters.retries,
-            seconds=time.monotonic() - started,
-            data_files=(DataFile(task.folder.key(task.data_file), encoder.item_count, encoder.md5_base64(), sink.etag),),
-            size_bytes=encoder.size_bytes,
-            item_bytes=item_bytes,
-            data=sink.data,
-            resume_key=counters.resume_key,
-        )
+            segment=task.segment, scanned=counters.items, skipped_expired=skipped, retries=counters.retries,
+            seconds=time.monotonic() - started, error=caught.error,
+        )  # fmt: skip
     return SegmentFileOutcome(
-        segment=task.segment, scanned=counters.items, skipped_expired=skipped, retries=counters.retries,
-        seconds=time.monotonic() - started, error=error,
-    )  # fmt: skip
+        segment=task.segment,
+        scanned=counters.items,
+        written=encoder.item_count,
+        skipped_expired=skipped,
+        retries=counters.retries,
+        seconds=time.monotonic() - started,
+        data_files=(DataFile(task.folder.key(task.data_file), encoder.item_count, encoder.md5_base64(), sink.etag),),
+        size_bytes=encoder.size_bytes,
+        item_bytes=item_bytes,
+        data=sink.data,
+        resume_key=counters.resume_key,
+    )
 
 
 def _write_items(task: SegmentFileTask, encoder: DataFileEncoder, counters: ScanCounters) -> tuple[int, int]:

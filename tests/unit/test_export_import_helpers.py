@@ -11,9 +11,11 @@ from migrator.errors import SavepointError, Throttled
 from migrator.export.errors import ExportFileError, ImportFileFailed
 from migrator.export.manifest import DataFile, parse_summary
 from migrator.export.plan import plan_import
-from migrator.snapshot.export_copy import FILE, RECORD, FileOutcome, FileTask, TargetWrites, _file_error, is_file_outcome, is_record
+from migrator.snapshot.export_copy import FILE, RECORD, FileTask, TargetWrites, file_failed, is_file_outcome, is_record, names_its_file
+from migrator.snapshot.outcomes import FileOutcome
+from migrator.task_boundary import errors_returned
 from migrator.snapshot.export_import import _exported_table, _raise_first_failure, resume_point
-from migrator.snapshot.export_progress import ImportSummary
+from migrator.snapshot.progress import ImportSummary
 from migrator.connection import ClientSpec
 from migrator.snapshot.savepoints import ImportProgress
 from migrator.source.s3export import ExportManifests
@@ -114,9 +116,14 @@ def test_pairs_are_told_apart_by_their_key():
 
 
 def test_a_failure_outside_the_file_names_the_file_and_keeps_retryable():
+    def error_of(raised: Exception) -> Exception | None:
+        with errors_returned("importing d/a.json.gz", file_failed(task("d/a.json.gz", 1)), keep=names_its_file) as caught:
+            raise raised
+        return caught.error
+
     damaged = ExportFileError("d/a.json.gz", "truncated")
-    assert _file_error(task("d/a.json.gz", 1), damaged) is damaged
-    wrapped = _file_error(task("d/a.json.gz", 1), Throttled("writing to", "target table 't'", "UnprocessedItems", 60, "target"))
+    assert error_of(damaged) is damaged
+    wrapped = error_of(Throttled("writing to", "target table 't'", "UnprocessedItems", 60, "target"))
     assert isinstance(wrapped, ImportFileFailed) and wrapped.retryable is False
     assert str(wrapped).startswith("importing export data file d/a.json.gz (1 of 3): writing to target table 't': throttled")
     copy = pickle.loads(pickle.dumps(wrapped))

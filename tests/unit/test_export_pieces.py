@@ -15,7 +15,8 @@ from migrator.errors import SegmentFailed
 from migrator.export.manifest import DataFile
 from migrator.snapshot.export_pieces import SegmentPieces
 from migrator.ratelimit import CapacityLimiter
-from migrator.snapshot.segment_export import SegmentFileOutcome, SegmentFileTask
+from migrator.snapshot.outcomes import SegmentFileOutcome
+from migrator.snapshot.segment_export import SegmentFileTask
 from migrator.snapshot.runner import UnitJobs
 from migrator.source.scan import ScanCounters, scan_segment
 from migrator.target.export_folder import ExportFolder

@@ -1,0 +1,87 @@
+"""What a unit of the table copy did, as its executor task returns it to the driver.
+
+A task never raises: it returns one of these, carrying the error that stopped it (see
+`migrator.task_boundary`). The driver's progress and summaries add them up, so they live here,
+apart from the tasks, and import neither pyspark nor boto3.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from migrator.errors import MigratorError
+from migrator.export.manifest import DataFile
+from migrator.items import Item
+
+
+@dataclass(frozen=True)
+class SegmentOutcome:
+    """What copying one segment did, or the error that stopped it."""
+
+    segment: int
+    scanned: int = 0
+    written: int = 0
+    skipped_expired: int = 0
+    retries: int = 0
+    unprocessed_retries: int = 0
+    seconds: float = 0.0
+    error: MigratorError | None = field(default=None)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass(frozen=True)
+class SegmentFileOutcome:
+    """What writing one segment's data file did, or the error that stopped it.
+
+    Has the fields `progress.SnapshotSummary` adds up (scanned, written, skipped_expired,
+    retries, unprocessed_retries), so the snapshot's progress lines and summary serve exports too.
+    """
+
+    segment: int
+    scanned: int = 0
+    written: int = 0  # items in the data file
+    skipped_expired: int = 0
+    retries: int = 0
+    unprocessed_retries: int = 0  # always 0: nothing is sent to a table
+    seconds: float = 0.0
+    data_files: tuple[DataFile, ...] = ()  # their manifest lines: key, itemCount, md5Checksum, etag
+    size_bytes: int = 0  # of the gzip files
+    item_bytes: int = 0  # the items' size as DynamoDB counts it (the summary's billedSizeBytes)
+    error: MigratorError | None = field(default=None)
+    data: bytes | None = None  # the gzip file, for the driver to write (a Hadoop folder); else None
+    resume_key: Item | None = None  # a piece: where the segment's next piece starts; None: the segment is done
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass(frozen=True)
+class FileOutcome:
+    """What importing (or reading) one data file did, or the error that stopped it."""
+
+    file_key: str
+    items: int = 0  # lines read
+    written: int = 0
+    retries: int = 0
+    unprocessed_retries: int = 0
+    seconds: float = 0.0
+    error: MigratorError | None = field(default=None)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass(frozen=True)
+class ChangesOutcome:
+    """What one partition of an incremental export's newest records did."""
+
+    puts: int = 0
+    deletes: int = 0
+    retries: int = 0
+    unprocessed_retries: int = 0
+    error: MigratorError | None = field(default=None)
