@@ -8,43 +8,23 @@ Spark session starts and before the target table is created.
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass
 from typing import Callable
 
 from pyspark.sql import SparkSession
 
 from migrator import aws
-from migrator.replicate import chaining, checkpoint, replay_start
-from migrator.snapshot import export_import, export_write, prune, savepoint_folders
-from migrator.replicate.checkpoint import Checkpoint
 from migrator.config import LoadedConfig, MigratorConfig
-from migrator.errors import (
-    CheckpointError,
-    RecordedTargetMissing,
-    RecordedTargetReplaced,
-    SameTable,
-    SavepointError,
-    SourceTableNotFound,
-)
-from migrator.snapshot.export_progress import ImportSummary
+from migrator.errors import CheckpointError, RecordedTargetMissing, RecordedTargetReplaced, SavepointError
 from migrator.metrics import ReplicationMetrics
-from migrator.plan import SnapshotPlan, plan_snapshot, planned_units
-from migrator.snapshot.progress import ProgressReporter, SnapshotSummary
-from migrator.replicate.query import ReplicationSummary, replicate
-from migrator.snapshot.savepoints import (
-    ResumePoint,
-    SavepointIdentity,
-    SavepointStore,
-    SegmentLedger,
-    Side,
-    SnapshotProgress,
-    TargetTable,
-    resume_point,
-)
-from migrator.snapshot.segment_copy import SegmentOutcome, SegmentTask
-from migrator.snapshot.runner import copy_segments
+from migrator.replicate import chaining, checkpoint, replay_start
+from migrator.replicate.checkpoint import Checkpoint
 from migrator.replicate.kinesis_start import open_kinesis
+from migrator.replicate.query import ReplicationSummary, replicate
+from migrator.snapshot import export_import, export_write, prune, savepoint_folders
+from migrator.snapshot.progress import ImportSummary, SnapshotSummary
+from migrator.snapshot.savepoints import ResumePoint, SavepointIdentity, SavepointStore, Side, TargetTable, resume_point
+from migrator.snapshot.table_copy import Preflight, copy_table, plan_copy, preflight
 from migrator.source.dynamodb_streams import StreamInfo
 from migrator.source.kinesis import KinesisStream, check_start_is_retained
 from migrator.target import tables
@@ -53,16 +33,6 @@ from migrator.target.tables import TableInfo
 log = logging.getLogger(__name__)
 
 SparkFactory = Callable[[], SparkSession]
-
-
-@dataclass(frozen=True)
-class Preflight:
-    """What the checks found, before anything is written."""
-
-    source: TableInfo
-    ttl_attribute: str | None
-    target: TableInfo | None
-    create_request: dict
 
 
 @dataclass
@@ -121,8 +91,8 @@ def migrate(
     result = MigrationResult()
     while True:
         if not (streaming and config.target.skip_initial_snapshot_transfer):
-            plan = _plan(config, checks.source, target, start.total_segments, spark.sparkContext.defaultParallelism)
-            result.snapshot = _copy(spark, config, plan, checks, store, start, target)
+            plan = plan_copy(config, checks.source, target, start.total_segments, spark.sparkContext.defaultParallelism)
+            result.snapshot = copy_table(spark, config, plan, checks, store, start, target)
             # After a restart's re-copy: what the source deleted meanwhile goes from the target too.
             result.snapshot.deleted_from_target = prune.delete_what_the_source_no_longer_has(
                 spark, config, checks.source, plan, store
@@ -325,109 +295,3 @@ def _check_recorded_target(
     how = recorded.differs_from(TargetTable.of(target.description)) if recorded is not None else None
     if how is not None:
         raise RecordedTargetReplaced(copied, units, store.path, table, how)
-
-
-def preflight(config: MigratorConfig) -> Preflight:
-    """Describe both tables and check they fit; raises before anything is written."""
-    source_spec = config.source.client_spec("source").for_control_plane()
-    target_spec = config.target.client_spec("target").for_control_plane()
-    source_client = aws.client(source_spec)
-    source = tables.describe_table(source_client, config.source.table, "source")
-    if source is None:
-        raise SourceTableNotFound(config.source.table, source_spec.where)
-    ttl = tables.ttl_attribute(source_client, config.source.table)
-    request = tables.creation_request(source, config.target.table, config.rename_map, config.target.billing_mode)
-    target_client = aws.client(target_spec)
-    target = tables.describe_table(target_client, config.target.table, "target")
-    if target is not None:
-        if tables.same_table(source, source_client.meta.endpoint_url, target, target_client.meta.endpoint_url):
-            raise SameTable(config.target.table, target_spec.where)
-        tables.check_key_schema(request, target)
-        log.info("target table %r exists with matching keys: writing into it as is", config.target.table)
-    return Preflight(source=source, ttl_attribute=ttl, target=target, create_request=request)
-
-
-def _plan(
-    config: MigratorConfig, source: TableInfo, target: TableInfo, total_segments: int | None, parallelism: int
-) -> SnapshotPlan:
-    read_units = planned_units(config.source.read_throughput, source.read_capacity, config.source.throughput_read_percent)
-    write_units = planned_units(
-        config.target.write_throughput, target.write_capacity, config.target.throughput_write_percent
-    )
-    plan = plan_snapshot(
-        explicit_segments=total_segments,
-        table_size_bytes=source.size_bytes,
-        read_units=read_units,
-        write_units=write_units,
-        parallelism=parallelism,
-        max_map_tasks=config.source.max_map_tasks,
-    )
-    log.info("snapshot plan: %s", plan.describe())
-    return plan
-
-
-def _copy(
-    spark: SparkSession,
-    config: MigratorConfig,
-    plan: SnapshotPlan,
-    checks: Preflight,
-    store: SavepointStore,
-    start: ResumePoint,
-    target: TableInfo,
-) -> SnapshotSummary:
-    progress = SnapshotProgress(
-        config.source.table, config.target.table, plan.total_segments, start.copied, start.requested,
-        TargetTable.of(target.description),
-    )  # fmt: skip
-    summary = SnapshotSummary(
-        config.source.table, config.target.table, plan.total_segments,
-        segments_resumed=len(start.copied), segments_skipped=len(start.requested),
-    )  # fmt: skip
-    if start.copied:
-        log.info(
-            "resuming from %s: %d of %d segments already copied", store.path, len(start.copied), plan.total_segments
-        )
-    if start.requested:
-        log.info(
-            "skipping segments %s of %d on request (skipSegments): this run does not copy them",
-            ", ".join(str(s) for s in sorted(start.requested)), plan.total_segments,
-        )  # fmt: skip
-    done = start.done
-    ledger = SegmentLedger(store, progress)
-    ledger.start()
-    reporter = ProgressReporter(summary, checks.source.item_count)
-
-    def on_copied(outcome: SegmentOutcome) -> None:
-        ledger.record(outcome.segment)
-        reporter.record(outcome)
-
-    tasks = [_task(config, plan, checks, s) for s in range(plan.total_segments) if s not in done]
-    if tasks:
-        try:
-            copy_segments(spark, tasks, plan.concurrency, on_copied)
-        except KeyboardInterrupt:  # Ctrl+C or SIGTERM: what this run copied, before the command's last line
-            log.info("\n%s", summary.render(ended="interrupted"))
-            raise
-    summary.finished = time.monotonic()
-    return summary
-
-
-def _task(config: MigratorConfig, plan: SnapshotPlan, checks: Preflight, segment: int) -> SegmentTask:
-    return SegmentTask(
-        source=config.source.client_spec("source"),
-        target=config.target.client_spec("target"),
-        source_table=config.source.table,
-        target_table=config.target.table,
-        segment=segment,
-        total_segments=plan.total_segments,
-        renames=tuple(config.rename_map.items()),
-        key_names=checks.source.key_names,
-        ttl_attribute=checks.ttl_attribute,
-        copy_expired_items=config.source.copy_expired_items,
-        consistent_read=config.source.consistent_read,
-        read_units_per_second=plan.read_units_per_task,
-        write_units_per_second=plan.write_units_per_task,
-        batch_size=config.target.batch_size,
-        source_reports_capacity=not config.source.strips_consumed_capacity,
-        target_reports_capacity=not config.target.strips_consumed_capacity,
-    )

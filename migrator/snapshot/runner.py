@@ -1,6 +1,7 @@
 """Run the snapshot on Spark: one small Spark job per unit of work, a bounded number at once.
 
-A unit is a scan segment of a table copy, or a data file of an S3 export import. A job per
+A unit is a scan segment of a table copy or of an export written, or a data file of an S3 export
+import; each kind says how to run it with a `UnitJobs`. A job per
 unit lets the driver know the moment a unit is done, so the savepoint is written then, and
 lets it retry one unit when its failure is transient (an executor lost, retries exhausted
 under throttling) without rerunning the others. Each job's description names the phase and
@@ -20,8 +21,6 @@ from typing import Any, Callable, Generic, Iterator, TypeVar
 from py4j.protocol import Py4JError
 from pyspark.sql import SparkSession
 
-from migrator.errors import SegmentFailed
-from migrator.snapshot.segment_copy import SegmentOutcome, SegmentTask, copy_segment
 
 log = logging.getLogger(__name__)
 
@@ -48,16 +47,6 @@ class UnitJobs(Generic[Task, Outcome]):
     job_failed: Callable[[Task, str], Outcome]
     unit: str = "unit"  # "segment", "file": in thread names and log lines
     attempt: Callable[[SparkSession, Task, "UnitJobs", threading.Event], Outcome] | None = None
-
-
-def copy_segments(
-    spark: SparkSession,
-    tasks: list[SegmentTask],
-    concurrency: int,
-    on_copied: Callable[[SegmentOutcome], None],
-) -> None:
-    """Copy every segment; call `on_copied` as each finishes; raise the first terminal failure."""
-    run_units(spark, tasks, concurrency, on_copied, SEGMENT_JOBS)
 
 
 def run_units(
@@ -134,15 +123,3 @@ def run_job(spark: SparkSession, task: Any, jobs: UnitJobs) -> Any:
     except Py4JError as exc:  # the Spark job itself failed: executor lost, task killed, cancelled
         cause = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
         return jobs.job_failed(task, f"Spark job failed: {cause}")
-
-
-def _describe_segment(task: SegmentTask) -> str:
-    return f"snapshot {task.source_table} → {task.target_table}: segment {task.segment} of {task.total_segments}"
-
-
-def _segment_job_failed(task: SegmentTask, cause: str) -> SegmentOutcome:
-    return SegmentOutcome(segment=task.segment, error=SegmentFailed(task.segment, task.total_segments, cause, True))
-
-
-SEGMENT_JOBS = UnitJobs(copy_segment, _describe_segment, _segment_job_failed, unit="segment")
-
