@@ -13,10 +13,7 @@ import base64
 import hashlib
 import json
 import pickle
-import subprocess
-import sys
 from datetime import datetime, timezone
-from pathlib import Path
 
 import pytest
 
@@ -33,7 +30,6 @@ from migrator.export.manifest import (
     parse_summary,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
 SUMMARY_KEY = "2020-Nov/AWSDynamoDB/01234567890123-a1b2c3d4/manifest-summary.json"
 FILES_KEY = "2020-Nov/AWSDynamoDB/01234567890123-a1b2c3d4/manifest-files.json"
 
@@ -281,14 +277,3 @@ def test_manifest_error_is_bad_input_and_pickles_back_from_an_executor():
     copy = pickle.loads(pickle.dumps(error))
     assert (type(copy), str(copy), copy.file_key, copy.reason) == (type(error), str(error), FILES_KEY, error.reason)
     assert copy.exit_code == 2 and copy.retryable is False
-
-
-def test_export_modules_import_neither_spark_nor_aws_clients():
-    probe = (
-        "import sys\n"
-        "import migrator.export.manifest, migrator.export.decode, migrator.export.incremental\n"
-        "import migrator.export.ion_text, migrator.export.errors, migrator.export.plan\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in {'pyspark', 'boto3', 'botocore', 'py4j'}))\n"
-    )
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT)
-    assert result.stdout.strip() == "[]"
