@@ -26,6 +26,7 @@
     │   ├── RecordedTargetMissing    units recorded as copied, but the target table is gone
     │   └── RecordedTargetReplaced   units recorded as copied into another table of the target's name
     ├── SegmentFailed                a scan segment failed on an executor (wraps the cause)
+    │   └── SegmentExportFailed      ... while being written as an export's data file
     ├── RenameCollision              an item has both a rename's `from` and its `to` attribute
     └── CheckpointError              a streaming checkpoint cannot be read or honoured
 
@@ -316,14 +317,21 @@ def _counted(count: int, units: str) -> str:
 
 
 class SegmentFailed(MigratorError):
-    """A scan segment failed; says which, and why, from intent to cause."""
+    """A scan segment of a table copy failed; says which, and why, from intent to cause."""
 
     exit_code = 1
+    intent = "copying"
 
     def __init__(self, segment: int, total: int, cause: str, retryable: bool):
         self.segment = segment
         self.retryable = retryable
-        super().__init__(f"copying scan segment {segment} of {total}: {cause}")
+        super().__init__(f"{self.intent} scan segment {segment} of {total}: {cause}")
+
+
+class SegmentExportFailed(SegmentFailed):
+    """A scan segment being written as an export's data file failed."""
+
+    intent = "exporting"
 
 
 class RenameCollision(MigratorError):

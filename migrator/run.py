@@ -130,7 +130,7 @@ def _import_export(
     store = _savepoint_store(loaded, spark_factory, _export_side(config, checks.manifests.summary.export_arn))
     store.check_writable()
     progress = store.load_files()
-    done = export_import.resume_point(progress, config.skip_files, checks.manifests, store.path)
+    done = export_import.imported_files(progress, config.skip_files, checks.manifests, store.path)
     if progress is not None and progress.done_files and checks.target is not None:
         recorded_files = len(progress.done_files)
         _check_recorded_target(store, recorded_files, "data files", progress.target, checks.target, config.target.table)
@@ -223,7 +223,7 @@ def _reinitialize(
     return stream, ResumePoint(config.source.scan_segments, requested=requested)
 
 
-def _create_target(config: MigratorConfig, checks: Preflight | export_import.ExportPreflight) -> TableInfo:
+def _create_target(config: MigratorConfig, checks: Preflight | export_import.ImportPreflight) -> TableInfo:
     """The target as the checks planned it, its TTL on the source's attribute as renamed (none with skipTtlDeletions)."""
     ttl = tables.target_ttl_attribute(checks.ttl_attribute, config.rename_map, config.target.skip_ttl_deletions)
     return tables.create_table(_control_client(config, "target"), checks.create_request, ttl)

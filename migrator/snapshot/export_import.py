@@ -48,7 +48,7 @@ from migrator.snapshot.export_copy import (
 from migrator.snapshot.outcomes import FileOutcome
 from migrator.snapshot.progress import ImportReporter, ImportSummary
 from migrator.plan import planned_units
-from migrator.snapshot.savepoints import ImportProgress, SavepointStore, SegmentLedger, TargetTable
+from migrator.snapshot.savepoints import ImportProgress, SavepointStore, UnitLedger, TargetTable
 from migrator.snapshot.runner import UnitJobs, cancel_jobs, plain_ctrl_c, run_units
 from migrator.source.s3export import ExportManifests, check_files_present, read_manifests
 from migrator.target import tables
@@ -58,7 +58,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class ExportPreflight:
+class ImportPreflight:
     """What the checks found, before anything is written."""
 
     manifests: ExportManifests
@@ -68,7 +68,7 @@ class ExportPreflight:
     key_names: tuple[str, ...] = ()  # the exported table's key attributes, before renames
 
 
-def preflight(config: MigratorConfig) -> ExportPreflight:
+def preflight(config: MigratorConfig) -> ImportPreflight:
     """Read the manifests, check the data files and the target; raises before anything is written."""
     source: S3ExportSource = config.source
     s3_spec = source.client_spec("source").for_control_plane()
@@ -83,12 +83,12 @@ def preflight(config: MigratorConfig) -> ExportPreflight:
     if target is not None:
         tables.check_key_schema(request, target)
         log.info("target table %r exists with matching keys: importing into it as is", config.target.table)
-    return ExportPreflight(
+    return ImportPreflight(
         manifests=manifests, ttl_attribute=ttl, target=target, create_request=request, key_names=exported.key_names
     )
 
 
-def resume_point(
+def imported_files(
     saved: ImportProgress | None, configured: list[str], manifests: ExportManifests, savepoint: str
 ) -> frozenset[str]:
     """The data files already imported (savepoint and skipFiles), checked against this export."""
@@ -113,7 +113,7 @@ def resume_point(
 def import_export(
     spark: SparkSession,
     config: MigratorConfig,
-    checks: ExportPreflight,
+    checks: ImportPreflight,
     target: TableInfo,
     store: SavepointStore,
     done: frozenset[str],
@@ -144,7 +144,7 @@ def import_export(
     if done:
         log.info("resuming from %s: %d of %d data files already imported", store.path, len(done), len(manifests.files))
     recorded_target = TargetTable.of(target.description)  # a recreated target is told apart on a rerun
-    ledger = SegmentLedger(store, ImportProgress(source.table, config.target.table, done, recorded_target))
+    ledger = UnitLedger(store, ImportProgress(source.table, config.target.table, done, recorded_target))
     ledger.start()
     tasks = [_file_task(config, checks, data_file, number, plan) for number, data_file in pending]
     if tasks and manifests.summary.is_incremental:
@@ -162,7 +162,7 @@ def import_export(
 
 
 def _apply_incremental(
-    spark: SparkSession, tasks: list[FileTask], plan: ImportPlan, summary: ImportSummary, ledger: SegmentLedger
+    spark: SparkSession, tasks: list[FileTask], plan: ImportPlan, summary: ImportSummary, ledger: UnitLedger
 ) -> None:
     """Read every file, reduce to the newest record per key, and write only if every file was read whole."""
     sc = spark.sparkContext
@@ -218,7 +218,7 @@ def _raise_first_failure(tasks: list[FileTask], outcomes: list[FileOutcome]) -> 
 
 
 def _file_task(
-    config: MigratorConfig, checks: ExportPreflight, data_file: DataFile, number: int, plan: ImportPlan
+    config: MigratorConfig, checks: ImportPreflight, data_file: DataFile, number: int, plan: ImportPlan
 ) -> FileTask:
     source: S3ExportSource = config.source
     manifests = checks.manifests

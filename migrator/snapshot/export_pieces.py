@@ -21,7 +21,7 @@ from dataclasses import replace
 
 from pyspark.sql import SparkSession
 
-from migrator.errors import SegmentFailed
+from migrator.errors import SegmentExportFailed
 from migrator.export.output import data_file_name
 from migrator.snapshot.outcomes import SegmentFileOutcome
 from migrator.snapshot.segment_export import SegmentFileTask
@@ -59,7 +59,7 @@ class SegmentPieces:
             if not outcome.ok or outcome.resume_key is None:
                 return _whole_segment(task.segment, pieces)
             start_key = outcome.resume_key
-        stopped = SegmentFailed(task.segment, task.total_segments, "stopped before it was written", False)
+        stopped = SegmentExportFailed(task.segment, task.total_segments, "stopped before it was written", False)
         return replace(_whole_segment(task.segment, pieces), error=stopped)
 
     def _write(self, piece: SegmentFileTask, outcome: SegmentFileOutcome) -> SegmentFileOutcome:
@@ -68,7 +68,7 @@ class SegmentPieces:
             self._folder.write(piece.data_file, outcome.data or b"")
         except OSError as exc:  # as a local folder's: disk full, permissions; rescanning will not help
             cause = f"writing {self._folder.folder.where(piece.data_file)}: {exc}"
-            return replace(outcome, data=None, error=SegmentFailed(piece.segment, piece.total_segments, cause, False))
+            return replace(outcome, data=None, error=SegmentExportFailed(piece.segment, piece.total_segments, cause, False))
         self._written.setdefault(piece.segment, []).append(piece.data_file)
         return replace(outcome, data=None)
 

@@ -31,7 +31,7 @@ from pyspark.sql import SparkSession
 
 from migrator import aws
 from migrator.config import MigratorConfig
-from migrator.errors import ExportPathError, ExportUnfinished, MigratorError, SegmentFailed, SourceTableNotFound
+from migrator.errors import ExportPathError, ExportUnfinished, MigratorError, SegmentExportFailed, SourceTableNotFound
 from migrator.export.manifest import FILES_MANIFEST_NAME, SUMMARY_FILE_NAME
 from migrator.export.output import (
     STARTED_FILE_NAME,
@@ -58,7 +58,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class ExportPreflight:
+class ExportWritePreflight:
     """What the checks found, before anything is written."""
 
     source: TableInfo
@@ -83,7 +83,7 @@ class ExportWriteSummary(SnapshotSummary):
         ])  # fmt: skip
 
 
-def preflight(config: MigratorConfig) -> ExportPreflight:
+def preflight(config: MigratorConfig) -> ExportWritePreflight:
     """Describe the source table and check the folder holds no export; raises before anything is written."""
     source_spec = config.source.client_spec("source").for_control_plane()
     client = aws.client(source_spec)
@@ -103,10 +103,10 @@ def preflight(config: MigratorConfig) -> ExportPreflight:
         source.read_capacity,
         source.write_capacity,
     )
-    return ExportPreflight(source=source, ttl_attribute=ttl, folder=folder, table_creation=creation)
+    return ExportWritePreflight(source=source, ttl_attribute=ttl, folder=folder, table_creation=creation)
 
 
-def write_export(spark: SparkSession, config: MigratorConfig, checks: ExportPreflight) -> ExportWriteSummary:
+def write_export(spark: SparkSession, config: MigratorConfig, checks: ExportWritePreflight) -> ExportWriteSummary:
     """Write `_started`, a data file per scan segment, then the manifests; the summary goes last."""
     started_at = datetime.now(timezone.utc)
     folder = checks.folder
@@ -171,7 +171,7 @@ def _writers(spark: SparkSession, folder: ExportFolder) -> tuple[Callable[[str, 
 
 
 def _write_manifests(
-    config: MigratorConfig, checks: ExportPreflight, write_file: Callable[[str, bytes], str], export_dir: str,
+    config: MigratorConfig, checks: ExportWritePreflight, write_file: Callable[[str, bytes], str], export_dir: str,
     written: list[SegmentFileOutcome], started_at: datetime,
 ) -> None:
     """manifest-files.json, then manifest-summary.json: the last file, whose presence finishes the export."""
@@ -205,7 +205,7 @@ def _write_started(folder: ExportFolder, write_file: Callable[[str, bytes], str]
 
 
 def _task(
-    config: MigratorConfig, checks: ExportPreflight, total: int, read_units: float, export_dir: str, segment: int
+    config: MigratorConfig, checks: ExportWritePreflight, total: int, read_units: float, export_dir: str, segment: int
 ) -> SegmentFileTask:
     return SegmentFileTask(
         source=config.source.client_spec("source"),
@@ -248,7 +248,7 @@ def _describe_segment(task: SegmentFileTask) -> str:
 
 
 def _segment_job_failed(task: SegmentFileTask, cause: str) -> SegmentFileOutcome:
-    return SegmentFileOutcome(segment=task.segment, error=SegmentFailed(task.segment, task.total_segments, cause, True))
+    return SegmentFileOutcome(segment=task.segment, error=SegmentExportFailed(task.segment, task.total_segments, cause, True))
 
 
 SEGMENT_FILE_JOBS = UnitJobs(export_segment, _describe_segment, _segment_job_failed, unit="segment")

@@ -345,7 +345,7 @@ def _describe_record(record: dict[str, Any]) -> str:
     return f"{side(record['source'])} → {side(record['target'])}"
 
 
-class SegmentLedger:
+class UnitLedger:
     """The finished units (scan segments, or an import's data files) of a running snapshot,
     saved as each one is recorded.
 

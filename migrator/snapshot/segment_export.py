@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 
 from migrator.connection import ClientSpec
-from migrator.errors import MigratorError, SegmentFailed
+from migrator.errors import MigratorError, SegmentExportFailed
 from migrator.export.manifest import DataFile
 from migrator.export.output import DataFileEncoder
 from migrator.items import Item, is_expired, item_size_bytes, rename_attributes
@@ -56,8 +56,8 @@ def export_segment(task: SegmentFileTask) -> SegmentFileOutcome:
     skipped = 0
     where = task.folder.where(task.data_file)
 
-    def failed(cause: str, retryable: bool) -> SegmentFailed:
-        return SegmentFailed(task.segment, task.total_segments, f"writing {where}: {cause}", retryable)
+    def failed(cause: str, retryable: bool) -> SegmentExportFailed:
+        return SegmentExportFailed(task.segment, task.total_segments, f"writing {where}: {cause}", retryable)
 
     with errors_returned(f"segment {task.segment}", failed) as caught:
         try:

@@ -21,7 +21,7 @@ from migrator.plan import SnapshotPlan, plan_snapshot, planned_units
 from migrator.snapshot.outcomes import SegmentOutcome
 from migrator.snapshot.progress import ProgressReporter, SnapshotSummary
 from migrator.snapshot.runner import UnitJobs, run_units
-from migrator.snapshot.savepoints import ResumePoint, SavepointStore, SegmentLedger, SnapshotProgress, TargetTable
+from migrator.snapshot.savepoints import ResumePoint, SavepointStore, UnitLedger, SnapshotProgress, TargetTable
 from migrator.snapshot.segment_copy import SegmentTask, copy_segment
 from migrator.target import tables
 from migrator.target.tables import TableInfo
@@ -105,7 +105,7 @@ def copy_table(
             ", ".join(str(s) for s in sorted(start.requested)), plan.total_segments,
         )  # fmt: skip
     done = start.done
-    ledger = SegmentLedger(store, progress)
+    ledger = UnitLedger(store, progress)
     ledger.start()
     reporter = ProgressReporter(summary, checks.source.item_count)
 

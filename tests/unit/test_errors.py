@@ -28,6 +28,7 @@ from migrator.errors import (
     ResourceNotFound,
     SameTable,
     SavepointError,
+    SegmentExportFailed,
     SegmentFailed,
     SourceError,
     SourceTableNotFound,
@@ -80,6 +81,7 @@ EXAMPLES: list[tuple[MigratorError, dict[str, object]]] = [
      {"table": "tgt"}),
     (SegmentFailed(3, 16, "Scan table src: throttled", retryable=True), {"segment": 3, "retryable": True}),
     (SegmentFailed(4, 16, "PutItem table tgt: denied", retryable=False), {"segment": 4, "retryable": False}),
+    (SegmentExportFailed(5, 16, "writing s3://b/p: denied", retryable=False), {"segment": 5, "retryable": False}),
     (CheckpointError("the stream offset belongs to stream A", "./checkpoints/migrator_src"),
      {"reason": "the stream offset belongs to stream A", "location": "./checkpoints/migrator_src"}),
     (StartupFailed("starting Spark", "No such file or directory (/opt/spark/bin/spark-submit)", "Check SPARK_HOME"),
@@ -142,6 +144,7 @@ def test_hierarchy_matches_the_module_docstring():
     assert ExportPathError.__bases__ == (TargetError,) and ExportUnfinished.__bases__ == (TargetError,)
     assert ExportExists.__bases__ == (ExportPathError,)
     assert MetricsPortUnavailable.__bases__ == (StartupFailed,)
+    assert SegmentExportFailed.__bases__ == (SegmentFailed,)
     assert issubclass(MigratorError, Exception)
 
 

@@ -14,7 +14,7 @@ from migrator.export.plan import plan_import
 from migrator.snapshot.export_copy import FILE, RECORD, FileTask, TargetWrites, file_failed, is_file_outcome, is_record, names_its_file
 from migrator.snapshot.outcomes import FileOutcome
 from migrator.task_boundary import errors_returned
-from migrator.snapshot.export_import import _exported_table, _raise_first_failure, resume_point
+from migrator.snapshot.export_import import _exported_table, _raise_first_failure, imported_files
 from migrator.snapshot.progress import ImportSummary
 from migrator.connection import ClientSpec
 from migrator.snapshot.savepoints import ImportProgress
@@ -64,26 +64,26 @@ def test_max_map_tasks_caps_the_concurrency():
 
 
 def test_nothing_saved_means_every_file_is_read():
-    assert resume_point(None, [], manifests(), "sp.yaml") == frozenset()
+    assert imported_files(None, [], manifests(), "sp.yaml") == frozenset()
 
 
 def test_the_savepoint_and_skip_files_are_merged():
     saved = ImportProgress("e", "t", frozenset({"d/a.json.gz"}))
-    assert resume_point(saved, ["d/c.json.gz"], manifests(), "sp.yaml") == {"d/a.json.gz", "d/c.json.gz"}
+    assert imported_files(saved, ["d/c.json.gz"], manifests(), "sp.yaml") == {"d/a.json.gz", "d/c.json.gz"}
 
 
 def test_files_of_another_export_are_refused():
     with pytest.raises(SavepointError) as refused:
-        resume_point(None, ["d/a.json.gz", "other/x.json.gz"], manifests(), "sp.yaml")
+        imported_files(None, ["d/a.json.gz", "other/x.json.gz"], manifests(), "sp.yaml")
     assert "lists 1 data files that export" in str(refused.value) and "e.g. other/x.json.gz" in str(refused.value)
     assert "delete the savepoint (and skipFiles)" in str(refused.value)
 
 
 def test_an_incremental_export_is_skipped_whole_or_not_at_all():
     every = [f.data_file_s3_key for f in FILES]
-    assert resume_point(None, every, manifests(INCREMENTAL), "sp.yaml") == set(every)
+    assert imported_files(None, every, manifests(INCREMENTAL), "sp.yaml") == set(every)
     with pytest.raises(SavepointError) as refused:
-        resume_point(None, every[:1], manifests(INCREMENTAL), "sp.yaml")
+        imported_files(None, every[:1], manifests(INCREMENTAL), "sp.yaml")
     assert "1 of the 3 data files of an incremental export, which is applied whole" in str(refused.value)
 
 

@@ -11,7 +11,7 @@ import threading
 
 from migrator.snapshot import export_pieces
 from migrator.connection import ClientSpec
-from migrator.errors import SegmentFailed
+from migrator.errors import SegmentExportFailed
 from migrator.export.manifest import DataFile
 from migrator.snapshot.export_pieces import SegmentPieces
 from migrator.ratelimit import CapacityLimiter
@@ -121,7 +121,7 @@ def test_pieces_follow_the_scan_each_to_its_own_file_and_add_up_to_the_segment(m
 
 
 def test_a_retried_segment_first_deletes_what_its_failed_attempt_wrote(monkeypatch):
-    throttled = SegmentFailed(2, 4, "retries exhausted", True)
+    throttled = SegmentExportFailed(2, 4, "retries exhausted", True)
     piece_jobs(monkeypatch, [piece(1, b"a", "k1"), piece(1, b"b", "k2"), SegmentFileOutcome(segment=2, error=throttled),
                              piece(1, b"a2", None)])  # fmt: skip
     folder = HadoopStandIn()

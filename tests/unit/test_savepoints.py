@@ -16,7 +16,7 @@ from migrator.snapshot.savepoints import (
     ResumePoint,
     SavepointIdentity,
     SavepointStore,
-    SegmentLedger,
+    UnitLedger,
     Side,
     SnapshotProgress,
     resume_point,
@@ -350,7 +350,7 @@ def test_check_writable_refuses_an_unwritable_directory(tmp_path, raw_config):
 def test_ledger_keeps_every_segment_recorded_concurrently(store):
     from concurrent.futures import ThreadPoolExecutor
 
-    ledger = SegmentLedger(store, progress(64, set()))
+    ledger = UnitLedger(store, progress(64, set()))
     ledger.start()
     assert store.load() == progress(64, set())
 

@@ -12,7 +12,7 @@ from migrator.errors import SavepointError
 from pathlib import Path
 
 from migrator.snapshot.savepoint_folders import LocalFolder
-from migrator.snapshot.savepoints import ImportProgress, SavepointIdentity, SavepointStore, SegmentLedger, Side
+from migrator.snapshot.savepoints import ImportProgress, SavepointIdentity, SavepointStore, UnitLedger, Side
 
 SECRET = "planted-import-secret-77f1"
 CONFIG_TEXT = textwrap.dedent(
@@ -51,7 +51,7 @@ def test_no_savepoint_yet(store):
 
 
 def test_files_are_saved_as_they_are_recorded_and_load_back(store):
-    ledger = SegmentLedger(store, ImportProgress(EXPORT, "Orders", frozenset()))
+    ledger = UnitLedger(store, ImportProgress(EXPORT, "Orders", frozenset()))
     ledger.start()
     assert store.load_files().done_files == frozenset()
 
