@@ -250,7 +250,7 @@ def copy_migrator(client, emulator_url: str, source: Source, segments: int | Non
 
 def spark_submit(config: Path) -> list[str]:
     log4j = f"-Dlog4j2.configurationFile={REPO / 'conf' / 'log4j2.properties'}"  # Spark's own logging at WARN
-    # The launch the README recommends for local mode (see migrator.spark.LOCAL_DRIVER_JAVA_OPTIONS).
+    # The launch docs/snapshot.md recommends for local mode (see migrator.spark.LOCAL_DRIVER_JAVA_OPTIONS).
     java_options = f"{log4j} {LOCAL_DRIVER_JAVA_OPTIONS}"
     return [str(Path(sys.executable).parent / "spark-submit"), "--master", MASTER, "--driver-java-options", java_options,
             str(REPO / "jobs" / "migrate.py"), "--config", str(config)]
@@ -503,7 +503,7 @@ def print_header(args: argparse.Namespace) -> dict[str, str]:
 
 def report(args: argparse.Namespace, facts: dict[str, str], source: Source, a: Copy, b: Copy, c: Copy,
            imports: dict[str, Copy] | None = None) -> None:
-    """Rates, ratios, CPU, memory and the two goals; then the same as a Markdown table for the README.
+    """Rates, ratios, CPU, memory and the two goals; then the same as a Markdown table for docs/benchmarks.md.
 
     `imports`: (d) and (e), the S3 export imports, by label, when they ran.
     """

@@ -697,7 +697,7 @@ class ModeRun:
 
 
 def report(args: argparse.Namespace, facts: dict[str, str], limit: float, runs: list[ModeRun]) -> None:
-    """The goals per mode, then one Markdown table comparing the modes rate by rate, for the README."""
+    """The goals per mode, then one Markdown table comparing the modes rate by rate, for docs/benchmarks.md."""
     print("\n## Results")
     for run in runs:
         phases = run.phases

@@ -3,7 +3,7 @@
 The zip holds the `migrator` package and tenacity (pure Python, which the executors' batch
 writer uses). Executors also need boto3 on every node (an EMR bootstrap action installs
 it); pydantic and PyYAML are needed only by the driver. For clusters without boto3, ship a packed virtualenv instead
-(see the README, "Running on a cluster").
+(see docs/cluster.md, "Running on a cluster").
 """
 
 from __future__ import annotations

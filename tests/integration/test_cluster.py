@@ -51,7 +51,7 @@ def test_copy_on_two_executors_leaks_no_secret(dynamodb, endpoint_url, table_nam
     )
     events = tmp_path / "events"
     events.mkdir()
-    archive = package.build(tmp_path / "dynamodb-migrator.zip")  # as the README tells users
+    archive = package.build(tmp_path / "dynamodb-migrator.zip")  # as docs/cluster.md tells users
     command = [
         str(Path(sys.executable).parent / "spark-submit"),
         "--master", "local-cluster[2,1,1024]",
