@@ -18,22 +18,14 @@ REDACTION_REGEX = r"(?i)secret|password|token|access[._-]?key|credential"
 # For a driver that runs the whole job (local[*]): the JVM only schedules and relays while
 # Python workers do the data work, so its CPU is mostly a fixed start-up cost.
 # - -XX:TieredStopAtLevel=1 -XX:+UseSerialGC: its C2 JIT compiler and parallel GC threads cost
-#   more CPU than they save. With these the driver JVM spent ~40% less CPU in a measured
-#   idle-plus-tiny-jobs probe (24.9 → 17.5 CPU-s).
+#   more CPU than they save on such a driver.
 # - -XX:-BytecodeVerificationRemote: start-up loads ~12,000 classes from pyspark's own jars, and
 #   the JVM verifies the bytecode of each (it trusts only its own modules). The jars are the
-#   installed pyspark's, so verifying them again at every launch buys nothing: a probe that
-#   starts a local[2] session, runs 13 small jobs and stops spent 15-18% less JVM CPU with it
-#   (medians of 3-5 runs: 7.3-7.7 → 6.3-6.5 CPU-s). The flag is diagnostic since JDK 13, hence
-#   the unlock, and unlike -Xverify:none it prints no deprecation warning. A class with invalid
-#   bytecode would then fail when run rather than when loaded: local mode only, where the
-#   classpath is the user's own installation.
-# Not kept, measured in the same probe: -XX:CICompilerCount=1, -XX:CompileThresholdScaling
-# (0.25/0.5/3), -Xmn256m, -XX:-UsePerfData, -XX:+UseTransparentHugePages,
-# -Dlog4j2.disable.jmx=true: no change beyond the noise. Spark's background threads idle at
-# under 0.02 CPU-s per second (heartbeats, context cleaner): nothing to gain from their
-# intervals. An AppCDS archive of Spark's classes (-XX:SharedArchiveFile) cut ~40% (7.3 → 4.3
-# CPU-s), but it must be dumped first, per JDK and classpath (120 MB): a set-up step not taken.
+#   installed pyspark's, so verifying them again at every launch buys nothing. The flag is
+#   diagnostic since JDK 13, hence the unlock, and unlike -Xverify:none it prints no deprecation
+#   warning. A class with invalid bytecode would then fail when run rather than when loaded:
+#   local mode only, where the classpath is the user's own installation.
+# What each option saves, and the options tried and not kept: docs/benchmarks.md, "Driver JVM options".
 # They must be given at launch:
 #   spark-submit --driver-java-options "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC \
 #     -XX:+UnlockDiagnosticVMOptions -XX:-BytecodeVerificationRemote" ...
