@@ -55,6 +55,7 @@ def migrate(
 
     `should_stop` ends replication without Ctrl+C (notebooks and tests).
     """
+    loaded = aws.with_the_drivers_region(loaded)  # executors call the region the checks called
     config = loaded.config
     spark_factory = _once(spark_factory)
     if config.imports_export:
