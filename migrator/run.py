@@ -24,7 +24,8 @@ from migrator.replicate.query import ReplicationSummary, replicate
 from migrator.snapshot import export_import, export_write, prune, savepoint_folders
 from migrator.snapshot.progress import ImportSummary, SnapshotSummary
 from migrator.snapshot.savepoints import ResumePoint, SavepointIdentity, SavepointStore, Side, TargetTable, resume_point
-from migrator.snapshot.table_copy import Preflight, copy_table, plan_copy, preflight
+from migrator.snapshot.export_import import ImportPreflight
+from migrator.snapshot.table_copy import TableCopyPreflight, copy_table, plan_copy, preflight
 from migrator.source.dynamodb_streams import StreamInfo
 from migrator.source.kinesis import KinesisStream, check_start_is_retained
 from migrator.target import tables
@@ -128,10 +129,10 @@ def _import_export(
     config = loaded.config
     chained = config.target.stream_changes is True or config.kinesis is not None
     checks = export_import.preflight(config)
-    store = _savepoint_store(loaded, spark_factory, _export_side(config, checks.manifests.summary.export_arn))
+    store = _savepoint_store(loaded, spark_factory, _export_side(config, checks.source.summary.export_arn))
     store.check_writable()
     progress = store.load_files()
-    done = export_import.imported_files(progress, config.skip_files, checks.manifests, store.path)
+    done = export_import.imported_files(progress, config.skip_files, checks.source, store.path)
     if progress is not None and progress.done_files and checks.target is not None:
         recorded_files = len(progress.done_files)
         _check_recorded_target(store, recorded_files, "data files", progress.target, checks.target, config.target.table)
@@ -144,14 +145,14 @@ def _import_export(
     live = stream = None  # the live table's stream, when chained
     if chained:
         checkpoint.check_writable(checkpoint.location(config))
-        live = chaining.find_live_stream(config, checks.manifests)
+        live = chaining.find_live_stream(config, checks.source)
     metrics = ReplicationMetrics(config.ready_lag, config.metrics_port) if chained else None  # binds metricsPort
     spark = spark_factory()
     saved = Checkpoint(spark, checkpoint.location(config)) if chained else None
     if saved is not None:
-        chaining.check_resumable(config, live, checks.manifests, saved, done)  # the last check
+        chaining.check_resumable(config, live, checks.source, saved, done)  # the last check
         if config.kinesis is not None:
-            stream = chaining.open_kinesis_stream(config, live, checks.manifests.summary, saved)
+            stream = chaining.open_kinesis_stream(config, live, checks.source.summary, saved)
         else:
             stream = chaining.open_stream(config, live)
     target = checks.target or _create_target(config, checks)
@@ -163,7 +164,7 @@ def _import_export(
         if isinstance(stream, KinesisStream):
             chaining.check_kinesis_gap(config, stream.start_at, stream.retention_hours, imported=True)
         else:
-            chaining.check_gap(config, live, checks.manifests.summary, imported=True)
+            chaining.check_gap(config, live, checks.source.summary, imported=True)
     try:
         result.replication = replicate(spark, loaded, stream, saved.where, should_stop, metrics)
     except CheckpointError as exc:
@@ -182,7 +183,7 @@ def _write_export(config: MigratorConfig, spark_factory: SparkFactory) -> export
 
 
 def _stream(
-    config: MigratorConfig, checks: Preflight, saved: Checkpoint, *, fresh_start: bool = False
+    config: MigratorConfig, checks: TableCopyPreflight, saved: Checkpoint, *, fresh_start: bool = False
 ) -> StreamInfo | KinesisStream:
     """The source table's DynamoDB stream (enabled when missing), or its Kinesis streaming destination,
     with the replay start recorded in the checkpoint, or the one recorded there checked.
@@ -203,7 +204,7 @@ def _check_age(saved: Checkpoint, stream: StreamInfo | KinesisStream) -> None:
 
 
 def _reinitialize(
-    config: MigratorConfig, error: CheckpointError, saved: Checkpoint, store: SavepointStore, checks: Preflight
+    config: MigratorConfig, error: CheckpointError, saved: Checkpoint, store: SavepointStore, checks: TableCopyPreflight
 ) -> tuple[StreamInfo | KinesisStream, ResumePoint]:
     """invalidCheckpointBehavior: `error` re-raises; `restart` drops the checkpoint and the
     savepoint and returns where to start over: the stream (fixed before the new snapshot)
@@ -224,10 +225,10 @@ def _reinitialize(
     return stream, ResumePoint(config.source.scan_segments, requested=requested)
 
 
-def _create_target(config: MigratorConfig, checks: Preflight | export_import.ImportPreflight) -> TableInfo:
+def _create_target(config: MigratorConfig, checks: TableCopyPreflight | ImportPreflight) -> TableInfo:
     """The target as the checks planned it, its TTL on the source's attribute as renamed (none with skipTtlDeletions)."""
     ttl = tables.target_ttl_attribute(checks.ttl_attribute, config.rename_map, config.target.skip_ttl_deletions)
-    return tables.create_table(_control_client(config, "target"), checks.create_request, ttl)
+    return tables.create_table(_control_client(config, "target"), checks.creation, ttl)
 
 
 def _control_client(config: MigratorConfig, side: str):

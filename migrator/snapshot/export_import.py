@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -46,6 +45,7 @@ from migrator.snapshot.export_copy import (
     read_changes,
 )
 from migrator.snapshot.outcomes import FileOutcome
+from migrator.snapshot.preflight import Preflight
 from migrator.snapshot.progress import ImportReporter, ImportSummary
 from migrator.plan import planned_units
 from migrator.snapshot.savepoints import ImportProgress, SavepointStore, UnitLedger, TargetTable
@@ -57,15 +57,9 @@ from migrator.target.tables import TableInfo
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class ImportPreflight:
-    """What the checks found, before anything is written."""
-
-    manifests: ExportManifests
-    ttl_attribute: str | None  # the live table's, when streamSource was described
-    target: TableInfo | None
-    create_request: dict
-    key_names: tuple[str, ...] = ()  # the exported table's key attributes, before renames
+# An export's data files into a table: the target is None until it is created; the TTL attribute is the
+# live table's, when streamSource was described.
+ImportPreflight = Preflight[ExportManifests, TableInfo | None]
 
 
 def preflight(config: MigratorConfig) -> ImportPreflight:
@@ -83,9 +77,7 @@ def preflight(config: MigratorConfig) -> ImportPreflight:
     if target is not None:
         tables.check_key_schema(request, target)
         log.info("target table %r exists with matching keys: importing into it as is", config.target.table)
-    return ImportPreflight(
-        manifests=manifests, ttl_attribute=ttl, target=target, create_request=request, key_names=exported.key_names
-    )
+    return Preflight(manifests, target, request, ttl, exported.key_names)
 
 
 def imported_files(
@@ -120,7 +112,7 @@ def import_export(
 ) -> ImportSummary:
     """Import every data file not in `done`; the savepoint records files as they are imported."""
     source: S3ExportSource = config.source
-    manifests = checks.manifests
+    manifests = checks.source
     pending = [(n, f) for n, f in enumerate(manifests.files, start=1) if f.data_file_s3_key not in done]
     write_units = planned_units(
         config.target.write_throughput, target.write_capacity, config.target.throughput_write_percent
@@ -221,7 +213,7 @@ def _file_task(
     config: MigratorConfig, checks: ImportPreflight, data_file: DataFile, number: int, plan: ImportPlan
 ) -> FileTask:
     source: S3ExportSource = config.source
-    manifests = checks.manifests
+    manifests = checks.source
     return FileTask(
         s3=source.client_spec("source"),
         bucket=source.bucket,

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from functools import partial
-from typing import Any, Callable
+from typing import Callable
 
 from pyspark.sql import SparkSession
 
@@ -45,6 +45,7 @@ from migrator.export.output import (
 )
 from migrator.snapshot.export_pieces import SegmentPieces
 from migrator.plan import plan_snapshot, planned_units
+from migrator.snapshot.preflight import Preflight
 from migrator.snapshot.progress import ProgressReporter, SnapshotSummary
 from migrator.snapshot.outcomes import SegmentFileOutcome
 from migrator.snapshot.segment_export import SegmentFileTask, export_segment
@@ -57,14 +58,9 @@ from migrator.target.tables import TableInfo
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class ExportWritePreflight:
-    """What the checks found, before anything is written."""
-
-    source: TableInfo
-    ttl_attribute: str | None
-    folder: ExportFolder
-    table_creation: dict[str, Any]  # the summary's tableCreationParameters (renames applied)
+# A live table written as an export: the target is the folder; the creation, the summary's
+# tableCreationParameters (renames applied).
+ExportWritePreflight = Preflight[TableInfo, ExportFolder]
 
 
 @dataclass
@@ -103,13 +99,13 @@ def preflight(config: MigratorConfig) -> ExportWritePreflight:
         source.read_capacity,
         source.write_capacity,
     )
-    return ExportWritePreflight(source=source, ttl_attribute=ttl, folder=folder, table_creation=creation)
+    return Preflight(source, folder, creation, ttl, source.key_names)
 
 
 def write_export(spark: SparkSession, config: MigratorConfig, checks: ExportWritePreflight) -> ExportWriteSummary:
     """Write `_started`, a data file per scan segment, then the manifests; the summary goes last."""
     started_at = datetime.now(timezone.utc)
-    folder = checks.folder
+    folder = checks.target
     write_file, segment_jobs = _writers(spark, folder)
     export_dir = export_folder(new_export_id(started_at))
     read_units = planned_units(
@@ -175,7 +171,7 @@ def _write_manifests(
     written: list[SegmentFileOutcome], started_at: datetime,
 ) -> None:
     """manifest-files.json, then manifest-summary.json: the last file, whose presence finishes the export."""
-    folder = checks.folder
+    folder = checks.target
     write_file(export_dir + FILES_MANIFEST_NAME, files_manifest(f for o in written for f in o.data_files))
     facts = ExportFacts(
         export_id=export_dir.rstrip("/").rpartition("/")[2],
@@ -188,7 +184,7 @@ def _write_manifests(
         end_time=datetime.now(timezone.utc),
         item_count=sum(o.written for o in written),
         billed_size_bytes=sum(o.item_bytes for o in written),
-        table_creation=checks.table_creation,
+        table_creation=checks.creation,
     )
     write_file(export_dir + SUMMARY_FILE_NAME, summary_document(facts))
 
@@ -210,12 +206,12 @@ def _task(
     return SegmentFileTask(
         source=config.source.client_spec("source"),
         source_table=config.source.table,
-        folder=checks.folder,
+        folder=checks.target,
         data_file=export_dir + data_file_name(segment),
         segment=segment,
         total_segments=total,
         renames=tuple(config.rename_map.items()),
-        key_names=checks.source.key_names,
+        key_names=checks.key_names,
         ttl_attribute=checks.ttl_attribute,
         copy_expired_items=config.source.copy_expired_items,
         consistent_read=config.source.consistent_read,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
 from typing import Callable
 
 from pyspark.sql import SparkSession
@@ -19,6 +18,7 @@ from migrator.config import MigratorConfig
 from migrator.errors import SameTable, SegmentFailed, SourceTableNotFound
 from migrator.plan import SnapshotPlan, plan_snapshot, planned_units
 from migrator.snapshot.outcomes import SegmentOutcome
+from migrator.snapshot.preflight import Preflight
 from migrator.snapshot.progress import ProgressReporter, SnapshotSummary
 from migrator.snapshot.runner import UnitJobs, run_units
 from migrator.snapshot.savepoints import ResumePoint, SavepointStore, UnitLedger, SnapshotProgress, TargetTable
@@ -28,18 +28,11 @@ from migrator.target.tables import TableInfo
 
 log = logging.getLogger(__name__)
 
-
-@dataclass(frozen=True)
-class Preflight:
-    """What the checks found, before anything is written."""
-
-    source: TableInfo
-    ttl_attribute: str | None
-    target: TableInfo | None
-    create_request: dict
+# A live table into a table: the target is None until it is created.
+TableCopyPreflight = Preflight[TableInfo, TableInfo | None]
 
 
-def preflight(config: MigratorConfig) -> Preflight:
+def preflight(config: MigratorConfig) -> TableCopyPreflight:
     """Describe both tables and check they fit; raises before anything is written."""
     source_spec = config.source.client_spec("source").for_control_plane()
     target_spec = config.target.client_spec("target").for_control_plane()
@@ -56,7 +49,7 @@ def preflight(config: MigratorConfig) -> Preflight:
             raise SameTable(config.target.table, target_spec.where)
         tables.check_key_schema(request, target)
         log.info("target table %r exists with matching keys: writing into it as is", config.target.table)
-    return Preflight(source=source, ttl_attribute=ttl, target=target, create_request=request)
+    return Preflight(source, target, request, ttl, source.key_names)
 
 
 def plan_copy(
@@ -82,7 +75,7 @@ def copy_table(
     spark: SparkSession,
     config: MigratorConfig,
     plan: SnapshotPlan,
-    checks: Preflight,
+    checks: TableCopyPreflight,
     store: SavepointStore,
     start: ResumePoint,
     target: TableInfo,
@@ -124,7 +117,7 @@ def copy_table(
     return summary
 
 
-def _task(config: MigratorConfig, plan: SnapshotPlan, checks: Preflight, segment: int) -> SegmentTask:
+def _task(config: MigratorConfig, plan: SnapshotPlan, checks: TableCopyPreflight, segment: int) -> SegmentTask:
     return SegmentTask(
         source=config.source.client_spec("source"),
         target=config.target.client_spec("target"),
@@ -133,7 +126,7 @@ def _task(config: MigratorConfig, plan: SnapshotPlan, checks: Preflight, segment
         segment=segment,
         total_segments=plan.total_segments,
         renames=tuple(config.rename_map.items()),
-        key_names=checks.source.key_names,
+        key_names=checks.key_names,
         ttl_attribute=checks.ttl_attribute,
         copy_expired_items=config.source.copy_expired_items,
         consistent_read=config.source.consistent_read,

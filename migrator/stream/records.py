@@ -1,9 +1,9 @@
 """The one normalized change record, and how a DynamoDB Streams record becomes one.
 
 Both change sources emit a `ChangeRecord` (DynamoDB Streams records here, Kinesis Data
-Streams records in `kinesis_records`): the key, whether the item was put or deleted, its new image in wire form
-when the record carries one, and a sort key (`order`) that places it among the other
-changes of the same key. Items and keys stay in wire form; numbers are never converted.
+Streams records in `kinesis_records`): the key, whether the item was put or deleted, its new
+image in wire form when the record carries one, and a sort key (`order`) that places it among
+the other changes of the same key. Items and keys stay in wire form; numbers are never converted.
 """
 
 from __future__ import annotations
