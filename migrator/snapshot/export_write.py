@@ -29,9 +29,8 @@ from typing import Callable
 
 from pyspark.sql import SparkSession
 
-from migrator import aws
 from migrator.config import MigratorConfig
-from migrator.errors import ExportPathError, ExportUnfinished, MigratorError, SegmentExportFailed, SourceTableNotFound
+from migrator.errors import ExportPathError, ExportUnfinished, MigratorError, SegmentExportFailed
 from migrator.export.manifest import FILES_MANIFEST_NAME, SUMMARY_FILE_NAME
 from migrator.export.output import (
     STARTED_FILE_NAME,
@@ -45,12 +44,11 @@ from migrator.export.output import (
 )
 from migrator.snapshot.export_pieces import SegmentPieces
 from migrator.plan import plan_snapshot, planned_units
-from migrator.snapshot.preflight import Preflight
+from migrator.snapshot.preflight import Preflight, describe_live_source
 from migrator.snapshot.progress import ProgressReporter, SnapshotSummary
 from migrator.snapshot.outcomes import SegmentFileOutcome
 from migrator.snapshot.segment_export import SegmentFileTask, export_segment
 from migrator.snapshot.runner import UnitJobs, run_units
-from migrator.target import tables
 from migrator.target.export_folder import ExportFolder, local_size_bytes, refuse_existing, write_object
 from migrator.target.hadoop_folder import HadoopFolder
 from migrator.target.tables import TableInfo
@@ -81,12 +79,7 @@ class ExportWriteSummary(SnapshotSummary):
 
 def preflight(config: MigratorConfig) -> ExportWritePreflight:
     """Describe the source table and check the folder holds no export; raises before anything is written."""
-    source_spec = config.source.client_spec("source").for_control_plane()
-    client = aws.client(source_spec)
-    source = tables.describe_table(client, config.source.table, "source")
-    if source is None:
-        raise SourceTableNotFound(config.source.table, source_spec.where)
-    ttl = tables.ttl_attribute(client, config.source.table)
+    source, ttl, _ = describe_live_source(config)
     folder = ExportFolder.of(config.target)
     if not folder.hadoop:  # a Hadoop folder needs the driver's JVM: checked when write_export starts
         refuse_existing(folder.control_plane())

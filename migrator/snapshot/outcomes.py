@@ -33,30 +33,18 @@ class SegmentOutcome:
 
 
 @dataclass(frozen=True)
-class SegmentFileOutcome:
+class SegmentFileOutcome(SegmentOutcome):
     """What writing one segment's data file did, or the error that stopped it.
 
-    Has the fields `progress.SnapshotSummary` adds up (scanned, written, skipped_expired,
-    retries, unprocessed_retries), so the snapshot's progress lines and summary serve exports too.
+    A `SegmentOutcome`, so the snapshot's progress lines and summary serve exports too; `written`
+    counts the items in the data file, and `unprocessed_retries` stays 0 (nothing is sent to a table).
     """
 
-    segment: int
-    scanned: int = 0
-    written: int = 0  # items in the data file
-    skipped_expired: int = 0
-    retries: int = 0
-    unprocessed_retries: int = 0  # always 0: nothing is sent to a table
-    seconds: float = 0.0
     data_files: tuple[DataFile, ...] = ()  # their manifest lines: key, itemCount, md5Checksum, etag
     size_bytes: int = 0  # of the gzip files
     item_bytes: int = 0  # the items' size as DynamoDB counts it (the summary's billedSizeBytes)
-    error: MigratorError | None = field(default=None)
     data: bytes | None = None  # the gzip file, for the driver to write (a Hadoop folder); else None
     resume_key: Item | None = None  # a piece: where the segment's next piece starts; None: the segment is done
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from migrator import aws
+from migrator.config import MigratorConfig
+from migrator.errors import SourceTableNotFound
+from migrator.target import tables
+from migrator.target.tables import TableInfo
+
 Source = TypeVar("Source")
 Target = TypeVar("Target")
 
@@ -31,3 +37,16 @@ class Preflight(Generic[Source, Target]):
     creation: dict[str, Any]
     ttl_attribute: str | None
     key_names: tuple[str, ...]
+
+
+def describe_live_source(config: MigratorConfig) -> tuple[TableInfo, str | None, Any]:
+    """The source table's description, its TTL attribute, and the client that read them.
+
+    SourceTableNotFound when the table does not exist, naming where it was looked for.
+    """
+    spec = config.source.client_spec("source").for_control_plane()
+    client = aws.client(spec)
+    source = tables.describe_table(client, config.source.table, "source")
+    if source is None:
+        raise SourceTableNotFound(config.source.table, spec.where)
+    return source, tables.ttl_attribute(client, config.source.table), client

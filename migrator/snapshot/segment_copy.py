@@ -15,11 +15,10 @@ from migrator.errors import SegmentFailed
 from migrator.items import is_expired, rename_attributes
 from migrator.ratelimit import CapacityLimiter
 from migrator.snapshot.outcomes import SegmentOutcome
-from migrator.source.scan import ScanCounters, scan_segment
+from migrator.source.scan import ScanCounters, scan_task_segment
 from migrator.target.pipeline import PipelinedWriter
 from migrator.target.writer import WriteCounters
 from migrator.task_boundary import errors_returned
-from migrator.wire import wire_client
 
 
 @dataclass(frozen=True)
@@ -74,16 +73,7 @@ def _copy(task: SegmentTask, scan_counters: ScanCounters, write_counters: WriteC
     the next Scan page with several writes keeps it busy (`PipelinedWriter`).
     """
     renames = dict(task.renames)
-    pages = scan_segment(
-        wire_client(task.source),
-        task.source_table,
-        task.segment,
-        task.total_segments,
-        limiter=CapacityLimiter(task.read_units_per_second),
-        counters=scan_counters,
-        consistent_read=task.consistent_read,
-        report_capacity=task.source_reports_capacity,
-    )
+    pages = scan_task_segment(task, scan_counters)
     skipped = 0
     with PipelinedWriter(
         task.target, task.target_table, batch_size=task.batch_size,

@@ -18,12 +18,10 @@ from migrator.errors import MigratorError, SegmentExportFailed
 from migrator.export.manifest import DataFile
 from migrator.export.output import DataFileEncoder
 from migrator.items import Item, is_expired, item_size_bytes, rename_attributes
-from migrator.ratelimit import CapacityLimiter
 from migrator.snapshot.outcomes import SegmentFileOutcome
-from migrator.source.scan import ScanCounters, scan_segment
+from migrator.source.scan import ScanCounters, scan_task_segment
 from migrator.target.export_folder import ExportFolder, open_data_file
 from migrator.task_boundary import errors_returned
-from migrator.wire import wire_client
 
 
 @dataclass(frozen=True)
@@ -90,17 +88,7 @@ def _write_items(task: SegmentFileTask, encoder: DataFileEncoder, counters: Scan
     (items skipped, item bytes). `counters.resume_key` then says whether the segment is done."""
     renames = dict(task.renames)
     skipped = item_bytes = 0
-    pages = scan_segment(
-        wire_client(task.source),
-        task.source_table,
-        task.segment,
-        task.total_segments,
-        limiter=CapacityLimiter(task.read_units_per_second),
-        counters=counters,
-        consistent_read=task.consistent_read,
-        report_capacity=task.source_reports_capacity,
-        start_key=task.start_key,
-    )
+    pages = scan_task_segment(task, counters, task.start_key)
     for page in pages:
         now = time.time()
         live = []

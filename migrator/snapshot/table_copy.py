@@ -15,10 +15,10 @@ from pyspark.sql import SparkSession
 
 from migrator import aws
 from migrator.config import MigratorConfig
-from migrator.errors import SameTable, SegmentFailed, SourceTableNotFound
+from migrator.errors import SameTable, SegmentFailed
 from migrator.plan import SnapshotPlan, plan_snapshot, planned_units
 from migrator.snapshot.outcomes import SegmentOutcome
-from migrator.snapshot.preflight import Preflight
+from migrator.snapshot.preflight import Preflight, describe_live_source
 from migrator.snapshot.progress import ProgressReporter, SnapshotSummary
 from migrator.snapshot.runner import UnitJobs, run_units
 from migrator.snapshot.savepoints import ResumePoint, SavepointStore, UnitLedger, SnapshotProgress, TargetTable
@@ -34,13 +34,8 @@ TableCopyPreflight = Preflight[TableInfo, TableInfo | None]
 
 def preflight(config: MigratorConfig) -> TableCopyPreflight:
     """Describe both tables and check they fit; raises before anything is written."""
-    source_spec = config.source.client_spec("source").for_control_plane()
+    source, ttl, source_client = describe_live_source(config)
     target_spec = config.target.client_spec("target").for_control_plane()
-    source_client = aws.client(source_spec)
-    source = tables.describe_table(source_client, config.source.table, "source")
-    if source is None:
-        raise SourceTableNotFound(config.source.table, source_spec.where)
-    ttl = tables.ttl_attribute(source_client, config.source.table)
     request = tables.creation_request(source, config.target.table, config.rename_map, config.target.billing_mode)
     target_client = aws.client(target_spec)
     target = tables.describe_table(target_client, config.target.table, "target")
