@@ -24,7 +24,6 @@ from pydantic import (
     AfterValidator,
     BaseModel,
     BeforeValidator,
-    ConfigDict,
     Discriminator,
     Field,
     Tag,
@@ -34,6 +33,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from migrator.config.base import AtKey, ConfigModel
 from migrator.connection import DEFAULT_THROTTLING_GIVE_UP_SECONDS, ClientSpec
 from migrator.errors import ConfigError, UnsupportedFeature
 from migrator.redact import REDACTED, Secret
@@ -98,19 +98,7 @@ def _to_secret(value: Any) -> Any:
 SecretValue = Annotated[Secret, BeforeValidator(_to_secret)]
 
 
-class _Model(BaseModel):
-    """Frozen, camelCase-aliased, and strict about unknown keys."""
-
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        extra="forbid",
-        frozen=True,
-        arbitrary_types_allowed=True,
-    )
-
-
-class Endpoint(_Model):
+class Endpoint(ConfigModel):
     host: str = Field(min_length=1)
     port: int | None = Field(default=None, ge=1, le=65535)
 
@@ -123,12 +111,12 @@ class Endpoint(_Model):
         return f"{base}:{self.port}" if self.port else base
 
 
-class AssumeRole(_Model):
+class AssumeRole(ConfigModel):
     arn: str = Field(pattern=r"^arn:[a-z-]+:iam::\d{12}:role/.+$")
     session_name: str = "dynamodb-migrator"
 
 
-class Credentials(_Model):
+class Credentials(ConfigModel):
     access_key: SecretValue | None = None
     secret_key: SecretValue | None = None
     session_token: SecretValue | None = None
@@ -143,7 +131,7 @@ class Credentials(_Model):
         return self
 
 
-class AlternatorOptions(_Model):
+class AlternatorOptions(ConfigModel):
     """ScyllaDB Migrator's Alternator connection settings; only two change anything here.
 
     The others are dropped with a warning before validation (see COMPAT_ONLY_KEYS).
@@ -153,7 +141,7 @@ class AlternatorOptions(_Model):
     connection_timeout_ms: int | None = Field(default=None, ge=1)
 
 
-class _Connected(_Model):
+class _Connected(ConfigModel):
     """Endpoint, region and credentials: shared by every source and target block."""
 
     region: str | None = None
@@ -262,7 +250,7 @@ def _utc_instant(value: Any) -> datetime:
     return value.astimezone(timezone.utc)
 
 
-class KinesisStreamChanges(_Model):
+class KinesisStreamChanges(ConfigModel):
     """`target.streamChanges: {type: kinesis}`: replicate from the Kinesis data stream the source table streams to.
 
     The user creates the stream (its retention, up to a year, lets a snapshot take days); the
@@ -397,22 +385,22 @@ class DynamoTarget(_Endpointed):
         return self
 
 
-class AttributeDefinition(_Model):
+class AttributeDefinition(ConfigModel):
     name: str = Field(min_length=1, max_length=255)
     type: Literal["S", "N", "B"]
 
 
-class KeyElement(_Model):
+class KeyElement(ConfigModel):
     name: str = Field(min_length=1, max_length=255)
     type: Literal["HASH", "RANGE"]
 
 
-class ProvisionedThroughput(_Model):
+class ProvisionedThroughput(ConfigModel):
     read_capacity_units: int = Field(ge=1)
     write_capacity_units: int = Field(ge=1)
 
 
-class TableDescription(_Model):
+class TableDescription(ConfigModel):
     """The exported table's primary key, which an export does not record, and its billing.
 
     ScyllaDB Migrator's shape of DynamoDB's TableCreationParameters: only key attributes are
@@ -640,7 +628,7 @@ _TARGET_MODELS: dict[str, type[BaseModel]] = {_TABLE_SOURCE_TAG: DynamoTarget, S
 _TAGGED_BLOCKS: dict[str, dict[str, type[BaseModel]]] = {"source": _SOURCE_MODELS, "target": _TARGET_MODELS}
 
 
-class Rename(_Model):
+class Rename(ConfigModel):
     from_: str = Field(alias="from", min_length=1)
     to: str = Field(min_length=1)
 
@@ -686,7 +674,7 @@ class Savepoints(_Connected):
     def _connection_only_for_s3(self) -> "Savepoints":
         for key, value in (("region", self.region), ("endpoint", self.endpoint), ("credentials", self.credentials)):
             if value is not None and not self.is_s3:
-                raise _AtKey(
+                raise AtKey(
                     f"savepoints.{key}",
                     f"applies to an s3:// savepoints.path only, and the path is {self.path!r}: remove "
                     f"savepoints.{key}, or keep the savepoints in S3",
@@ -734,7 +722,7 @@ def _as_text(value: Any) -> Any:
 RecordedText = Annotated[str | None, BeforeValidator(_as_text)]
 
 
-class RecordedSide(_Model):
+class RecordedSide(ConfigModel):
     """One side of a copy as a savepoint recorded it (see migrator.snapshot.savepoints)."""
 
     type: str
@@ -746,7 +734,7 @@ class RecordedSide(_Model):
     creation_date_time: RecordedText = None
 
 
-class SavepointRecord(_Model):
+class SavepointRecord(ConfigModel):
     """The `savepoint:` block a savepoint carries, so that the file still loads when run as a config.
 
     Its `copiedSegments` tell the segments this project copied from a `skipSegments` written
@@ -759,13 +747,13 @@ class SavepointRecord(_Model):
     copied_segments: list[Annotated[int, Field(ge=0)]] = Field(default_factory=list)
 
 
-class Validation(_Model):
+class Validation(ConfigModel):
     failures_to_fetch: int = Field(default=100, ge=0)
     floating_point_tolerance: float = Field(default=0.001, ge=0)
     copy_missing_rows: bool = False
 
 
-class MigratorConfig(_Model):
+class MigratorConfig(ConfigModel):
     source: SourceBlock
     target: TargetBlock
     renames: list[Rename] = Field(default_factory=list)
@@ -884,7 +872,7 @@ class MigratorConfig(_Model):
             return self
         block = "source.streamSource" if isinstance(self.source, S3ExportSource) else "source"
         if live.is_alternator:
-            raise _AtKey(
+            raise AtKey(
                 "target.streamChanges",
                 f"{block} is Alternator, which has no Kinesis streaming destination (a DynamoDB feature): "
                 "replicate its changes with streamChanges: true",
@@ -894,27 +882,19 @@ class MigratorConfig(_Model):
         region = live.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
         if region is not None and region != kinesis.region:
             said_by = f"{block}.region" if live.region else "AWS_REGION"
-            raise _AtKey(
+            raise AtKey(
                 "target.streamChanges.streamArn",
                 f"the stream is in region {kinesis.region}, but the source table is in {region} ({said_by}): "
                 "DynamoDB streams a table's changes only to a Kinesis stream in the table's own account and "
                 f"region; create the stream in {region}",
             )
         if kinesis.app_name and self.app_name and kinesis.app_name != self.app_name:
-            raise _AtKey(
+            raise AtKey(
                 "target.streamChanges.appName",
                 f"{kinesis.app_name!r} differs from the top-level appName {self.app_name!r}: both name this "
                 "migrator's checkpoint; keep one of the two",
             )
         return self
-
-
-class _AtKey(ValueError):
-    """A rule across blocks, raised by a model validator, naming the key at fault (pydantic would name none)."""
-
-    def __init__(self, key_path: str, reason: str):
-        super().__init__(reason)
-        self.key_path = key_path
 
 
 @dataclass(frozen=True)
@@ -1144,7 +1124,7 @@ def _to_config_error(exc: ValidationError, path: str) -> ConfigError:
             return ConfigError(f"{block}.type", f"must be one of {expected} (got {wrong_type[0].get('input')!r})", path)
     error = _most_useful(errors)
     cause = (error.get("ctx") or {}).get("error")
-    if isinstance(cause, _AtKey):
+    if isinstance(cause, AtKey):
         return ConfigError(cause.key_path, str(cause), path)
     return ConfigError(_key_path(error["loc"]), _reason(error), path)
 
