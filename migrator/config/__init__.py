@@ -34,6 +34,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from migrator.config.base import AtKey, ConfigModel
+from migrator.config.connections import S3_SCHEMES, AlternatorOptions, ConnectedBlock, Credentials, Endpoint
 from migrator.connection import DEFAULT_THROTTLING_GIVE_UP_SECONDS, ClientSpec
 from migrator.errors import ConfigError, UnsupportedFeature
 from migrator.redact import REDACTED, Secret
@@ -82,99 +83,7 @@ ALTERNATOR_KEYS = frozenset(
 )
 
 
-def _to_secret(value: Any) -> Any:
-    if value is None or isinstance(value, Secret):
-        return value
-    if not isinstance(value, str):
-        raise ValueError("must be a string")
-    if value == REDACTED:
-        raise ValueError(
-            "is '<redacted>': this file is a savepoint, whose credentials are removed; "
-            "put the credentials back or delete the key to use the default AWS credential chain"
-        )
-    return Secret(value)
-
-
-SecretValue = Annotated[Secret, BeforeValidator(_to_secret)]
-
-
-class Endpoint(ConfigModel):
-    host: str = Field(min_length=1)
-    port: int | None = Field(default=None, ge=1, le=65535)
-
-    @property
-    def url(self) -> str:
-        """`host` may be bare or carry a scheme; bare hosts get https:// like AWS SDKs do."""
-        base = self.host.rstrip("/")
-        if "://" not in base:
-            base = f"https://{base}"
-        return f"{base}:{self.port}" if self.port else base
-
-
-class AssumeRole(ConfigModel):
-    arn: str = Field(pattern=r"^arn:[a-z-]+:iam::\d{12}:role/.+$")
-    session_name: str = "dynamodb-migrator"
-
-
-class Credentials(ConfigModel):
-    access_key: SecretValue | None = None
-    secret_key: SecretValue | None = None
-    session_token: SecretValue | None = None
-    assume_role: AssumeRole | None = None
-
-    @model_validator(mode="after")
-    def _keys_come_in_pairs(self) -> "Credentials":
-        if (self.access_key is None) != (self.secret_key is None):
-            raise ValueError("accessKey and secretKey must be given together")
-        if self.session_token is not None and self.access_key is None:
-            raise ValueError("sessionToken needs accessKey and secretKey")
-        return self
-
-
-class AlternatorOptions(ConfigModel):
-    """ScyllaDB Migrator's Alternator connection settings; only two change anything here.
-
-    The others are dropped with a warning before validation (see COMPAT_ONLY_KEYS).
-    """
-
-    max_connections: int | None = Field(default=None, ge=1)
-    connection_timeout_ms: int | None = Field(default=None, ge=1)
-
-
-class _Connected(ConfigModel):
-    """Endpoint, region and credentials: shared by every source and target block."""
-
-    region: str | None = None
-    endpoint: Endpoint | None = None
-    credentials: Credentials | None = None
-
-    @model_validator(mode="after")
-    def _assume_role_needs_region(self):
-        if self.credentials and self.credentials.assume_role and not self.region:
-            raise ValueError("region is required with credentials.assumeRole")
-        return self
-
-    def client_spec(self, label: str) -> ClientSpec:
-        """The picklable connection description executors build clients from."""
-        creds = self.credentials or Credentials()
-        region = self.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
-        if region is None and self.endpoint is not None:
-            region = "us-east-1"  # custom endpoints ignore the region, but botocore needs one
-        return ClientSpec(
-            label=label,
-            endpoint_url=self.endpoint.url if self.endpoint else None,
-            region=region,
-            access_key=creds.access_key,
-            secret_key=creds.secret_key,
-            session_token=creds.session_token,
-            role_arn=creds.assume_role.arn if creds.assume_role else None,
-            role_session_name=(
-                creds.assume_role.session_name if creds.assume_role else "dynamodb-migrator"
-            ),
-        )
-
-
-class _Endpointed(_Connected):
+class _Endpointed(ConnectedBlock):
     """A DynamoDB or Alternator table and how to reach it."""
 
     type: str
@@ -469,7 +378,7 @@ class TableDescription(ConfigModel):
         return described
 
 
-class S3ExportSource(_Connected):
+class S3ExportSource(ConnectedBlock):
     """A DynamoDB table export in S3 (`type: dynamodb-s3-export`), imported instead of scanning a table."""
 
     type: Literal["dynamodb-s3-export"]
@@ -534,11 +443,10 @@ SourceBlock = Annotated[
 # Tags appear in pydantic's error locations after "source"; they are not keys of the YAML.
 _SOURCE_MODELS: dict[str, type[BaseModel]] = {_TABLE_SOURCE_TAG: DynamoSource, S3_EXPORT_TYPE: S3ExportSource}
 
-S3_SCHEMES = ("s3", "s3a")
 _URI_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*")  # RFC 3986
 
 
-class S3ExportTarget(_Connected):
+class S3ExportTarget(ConnectedBlock):
     """A DynamoDB S3 export written from the source table (`type: dynamodb-s3-export`), in AWS's layout.
 
     `path` is the folder the export goes under (`<path>/AWSDynamoDB/<export id>/`): a local
@@ -642,7 +550,7 @@ SAVEPOINT_HADOOP_SCHEMES = (
 _SCHEME_PREFIX = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.\-]*):")
 
 
-class Savepoints(_Connected):
+class Savepoints(ConnectedBlock):
     """Where snapshot progress is kept: a local directory, `s3://bucket/prefix`, or a Hadoop filesystem URI.
 
     region, endpoint and credentials reach S3 (default: the AWS chain and region); see
