@@ -22,6 +22,7 @@ from migrator.redact import REDACTED
 
 
 def to_config_error(exc: ValidationError, path: str) -> ConfigError:
+    """The one error, of all pydantic found, most likely to tell the user what to fix."""
     errors = exc.errors()
     # An unknown source or target type explains everything else wrong in the block (keys of another type).
     for block in ("source", "target"):
