@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
 
         def spark_factory():
             nonlocal spark_started
-            session = _start_spark(f"dynamodb-migrator {loaded.config.source.table} → {loaded.config.target.table}")
+            session = _start_spark(f"dynamodb-migrator {loaded.config.source.table} → {loaded.config.target.name}")
             spark_started = True
             return session
 

@@ -224,8 +224,8 @@ class S3ExportTarget(ConnectedBlock):
         return self.path.removeprefix("file://")
 
     @property
-    def table(self) -> str:
-        """Where a target table's name goes (logs, the Spark application's name): the path."""
+    def name(self) -> str:
+        """What logs and the Spark application call this side: the export's folder."""
         return self.path
 
     def client_spec(self, label: str) -> ClientSpec:

@@ -31,6 +31,11 @@ class TableBlock(ConnectedBlock):
     throttling_give_up_minutes: float = Field(default=DEFAULT_THROTTLING_GIVE_UP_SECONDS / 60, gt=0)
 
     @property
+    def name(self) -> str:
+        """What logs and the Spark application call this side: the table's name."""
+        return self.table
+
+    @property
     def is_alternator(self) -> bool:
         return self.type == "alternator"
 
