@@ -5,11 +5,12 @@ from __future__ import annotations
 import time
 
 from migrator.errors import CheckpointError, MigratorError
-from migrator.replicate.query import ApplyOutcome, _iterator_age, _query_error
+from migrator.replicate.apply import ApplyOutcome
+from migrator.replicate.query import _iterator_age, _query_error
 
 PYTHON_WORKER_FAILURE = """An exception was thrown from the Python worker:
 Traceback (most recent call last):
-  File "/work/main/migrator/replicate/query.py", line 165, in read
+  File "/work/main/migrator/replicate/datasource.py", line 165, in read
     records = read_shard(
   File "/work/main/migrator/source/dynamodb_streams.py", line 154, in _get_records
     raise _checkpoint_or_translated(exc, shard_id, None, "reading") from exc
