@@ -23,14 +23,14 @@ from migrator import aws
 from migrator.config import MigratorConfig
 from migrator.connection import ClientSpec
 from migrator.errors import MigratorError
-from migrator.items import item_size_bytes, rename_attributes
+from migrator.items import item_size_bytes, rename_attributes, to_dynamodb_json
 from migrator.plan import planned_units
 from migrator.ratelimit import CapacityLimiter
-from migrator.replicate.datasource import SKIPPED, from_row, row_order
+from migrator.replicate.datasource import change_of, skipped_of
 from migrator.source.dynamodb_streams import StreamInfo
 from migrator.source.kinesis import KinesisStream
 from migrator.stream import key_state
-from migrator.stream.collapse import collapse, drop_filtered
+from migrator.stream.collapse import collapse, drop_filtered, key_repr
 from migrator.stream.records import DELETE, ChangeRecord
 from migrator.target import tables
 from migrator.target.pipeline import PipelinedWriter
@@ -79,10 +79,10 @@ class ApplyOutcome:
 
 def newest_orders(rows: Iterator[Any]) -> Iterator[tuple[str, tuple, str]]:
     """Each key's newest change order in this partition (a shard's range), with the shard's id
-    (Kinesis: checked against the key state)."""
-    changes = [row for row in rows if row["operation"] != SKIPPED]
-    shard_of = {row["key"]: row["shard_id"] for row in changes}
-    for key, order in key_state.newest_per_key((row["key"], row_order(row)) for row in changes).items():
+    (Kinesis: checked against the key state). Keys are the key state's: `key_repr`."""
+    changes = [(key_repr(change.key), change) for change in map(change_of, rows) if change is not None]
+    shard_of = {key: change.shard_id for key, change in changes}
+    for key, order in key_state.newest_per_key((key, change.order) for key, change in changes).items():
         yield key, order, shard_of[key]
 
 
@@ -92,15 +92,16 @@ def apply_partition(task: ApplyTask, rows: Iterator[Any]) -> Iterator[ApplyOutco
     read = 0
     for row in rows:
         read += 1
-        if row["operation"] == SKIPPED:
-            skipped.append(row["skipped"])
+        change = change_of(row)
+        if change is None:
+            skipped.append(skipped_of(row))
         else:
-            changes.append(from_row(row))
-    stale = [c for c in changes if c.key in task.stale_keys]
+            changes.append(change)
+    stale = [c for c in changes if key_repr(c.key) in task.stale_keys] if task.stale_keys else []
     dropped = Counter(reason.split(":", 1)[0] for reason in skipped)
     if stale:
         dropped["stale"] = len(stale)
-        changes = [c for c in changes if c.key not in task.stale_keys]
+        changes = [c for c in changes if key_repr(c.key) not in task.stale_keys]
     counters = WriteCounters()
     try:
         # Filter before collapsing: a dropped TTL deletion must not hide the put before it.
@@ -128,7 +129,8 @@ def _apply(task: ApplyTask, changes: list[ChangeRecord], counters: WriteCounters
 
     After `collapse` there is one change per key, so their writes commute and may go out
     in any order. A change without its image first reads it from the source (`_lookup`).
-    Keys and images are DynamoDB JSON as the rows carry them: sent as they are.
+    Keys and images go out as DynamoDB JSON (binary as base64), the wire form GetItem's answer
+    already has.
     """
     renames = dict(task.renames)
     puts = deletes = 0
@@ -142,25 +144,29 @@ def _apply(task: ApplyTask, changes: list[ChangeRecord], counters: WriteCounters
         limiter=writes, report_capacity=task.target_reports_capacity,
     ) as writer:  # fmt: skip
         for change in changes:
-            image = _lookup(task, change, lookups) if change.needs_lookup else change.new_image
+            keys = to_dynamodb_json(change.keys)
+            if change.needs_lookup:
+                image = _lookup(task, keys, lookups)
+            else:
+                image = to_dynamodb_json(change.new_image) if change.new_image is not None else None
             if change.operation == DELETE or image is None:
-                writer.delete(rename_attributes(change.keys, renames, tuple(change.keys)))
+                writer.delete(rename_attributes(keys, renames, tuple(keys)))
                 deletes += 1
             else:
-                writer.put(rename_attributes(image, renames, tuple(change.keys)))
+                writer.put(rename_attributes(image, renames, tuple(keys)))
                 puts += 1
         counters.add(writer.close())  # raises the first write failure
     return puts, deletes
 
 
-def _lookup(task: ApplyTask, change: ChangeRecord, limiter: CapacityLimiter):
+def _lookup(task: ApplyTask, keys: dict[str, Any], limiter: CapacityLimiter):
     """The item's current state in the source (the stream did not carry it), or None if gone.
 
     Paced like the snapshot's Scan: a strongly consistent GetItem costs a read unit per
     started 4 KB of the item, and one when there is no item.
     """
     limiter.acquire(1.0)
-    request = {"TableName": task.source_table, "Key": change.keys, "ConsistentRead": True}
+    request = {"TableName": task.source_table, "Key": keys, "ConsistentRead": True}
     if task.source_reports_capacity:
         request["ReturnConsumedCapacity"] = "TOTAL"
     response = wire_client(task.source).get_item(**request)

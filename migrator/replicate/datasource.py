@@ -11,6 +11,10 @@ number. After a restart the reader learns where it stands from Spark: 4.1 and la
 the start to `latestOffset`; 4.0 calls `partitions(offset, offset)` with the last offset of
 its log.
 
+Each stream record becomes a `ChangeRecord` once, here, by its feed; the row carries that
+record as it is (`ROW_SCHEMA`), so the apply step gets the same ChangeRecord back without
+decoding the record again, whichever stream it came from.
+
 Kept apart from the apply step and the query: this module is all Spark asks of a source,
 and the row schema here is the one contract between the reader and `migrator.replicate.apply`.
 """
@@ -18,6 +22,7 @@ and the row schema here is the one contract between the reader and `migrator.rep
 from __future__ import annotations
 
 import json
+import pickle
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterator
 
@@ -26,23 +31,19 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from migrator.config import load_config
 from migrator.connection import ClientSpec
 from migrator.errors import CheckpointError
-from migrator.items import to_dynamodb_json
 from migrator.source.dynamodb_streams import StreamInfo
 from migrator.source.kinesis import KinesisStream
 from migrator.source.stream_feeds import DynamoDBStreamsFeed, KinesisFeed
-from migrator.stream.collapse import key_repr
 from migrator.stream.kinesis_records import SkippedRecord
 from migrator.stream.offsets import ShardPosition, StreamOffset
 from migrator.stream.records import ChangeRecord
 from migrator.stream.shards import depth, readable_shards
 
 SOURCE_NAME = "dynamodb_changes"
-ROW_SCHEMA = (
-    "key STRING, operation STRING, keys STRING, image STRING, shard_id STRING, "
-    "sequence_number STRING, depth INT, created_at DOUBLE, ttl_delete BOOLEAN, needs_lookup BOOLEAN, "
-    "replicated BOOLEAN, order_micros BIGINT, skipped STRING"
-)
-SKIPPED = "SKIPPED"  # the operation of a row standing for a record that is no change of the source
+# A row is one stream record: `change`, the feed's ChangeRecord pickled (its items in wire
+# form, untouched: no number, binary or set is converted on the way), or, for a record that is
+# no change of the source, `skipped`, why.
+ROW_SCHEMA = "change BINARY, skipped STRING"
 RECORDS_PER_SHARD_PER_BATCH = 1000
 
 Feed = DynamoDBStreamsFeed | KinesisFeed
@@ -197,9 +198,9 @@ class ChangesReader(DataSourceStreamReader):
             try:
                 change = planned.feed.to_change(record, planned.shard_id, planned.depth)
             except SkippedRecord as skipped:  # counted and logged by the driver, never fatal
-                yield _skipped_row(planned, record, skipped)
+                yield _skipped_row(skipped)
                 continue
-            yield _to_row(change)
+            yield _change_row(change)
 
     def commit(self, end: dict) -> None:
         """Nothing to do: Spark's checkpoint holds the offsets."""
@@ -220,33 +221,19 @@ def _check_nothing_trimmed(planned: ShardRange, records: list[dict[str, Any]]) -
         )
 
 
-def _to_row(change: ChangeRecord) -> tuple:
-    image = json.dumps(to_dynamodb_json(change.new_image)) if change.new_image is not None else None
-    # DynamoDB Streams order a key's changes by (depth, sequence); Kinesis by (creation µs, depth, sequence).
-    micros, depth_ = (change.order[0], change.order[1]) if len(change.order) == 3 else (0, change.order[0])
-    return (
-        key_repr(change.key), change.operation, json.dumps(to_dynamodb_json(change.keys)), image,
-        change.shard_id, change.sequence_number, depth_, change.created_at,
-        change.user_identity_is_ttl, change.needs_lookup, change.replicated, micros, None,
-    )  # fmt: skip
+def _change_row(change: ChangeRecord) -> tuple:
+    return (pickle.dumps(change), None)
 
 
-def _skipped_row(planned: ShardRange, record: dict[str, Any], skipped: SkippedRecord) -> tuple:
-    sequence = planned.feed.sequence_of(record)
-    return (None, SKIPPED, None, None, planned.shard_id, sequence, planned.depth, 0.0, False, False, False, 0, f"{skipped.kind}: {skipped}")
+def _skipped_row(skipped: SkippedRecord) -> tuple:
+    return (None, f"{skipped.kind}: {skipped}")
 
 
-def row_order(row: Any) -> tuple:
-    return (row["order_micros"], row["depth"], int(row["sequence_number"]))
+def change_of(row: Any) -> ChangeRecord | None:
+    """The change a row carries, as the feed made it; None for a record that is no change (see `skipped_of`)."""
+    return pickle.loads(row["change"]) if row["change"] is not None else None
 
 
-def from_row(row: Any) -> ChangeRecord:
-    """Keys and image stay DynamoDB JSON (binary as base64): the applier sends them as they are."""
-    keys = json.loads(row["keys"])
-    image = json.loads(row["image"]) if row["image"] is not None else None
-    return ChangeRecord(
-        key=row["key"], keys=keys, operation=row["operation"], new_image=image,
-        shard_id=row["shard_id"], sequence_number=row["sequence_number"], created_at=row["created_at"],
-        order=row_order(row),
-        user_identity_is_ttl=row["ttl_delete"], needs_lookup=row["needs_lookup"], replicated=row["replicated"],
-    )  # fmt: skip
+def skipped_of(row: Any) -> str:
+    """Why a row's record is no change of the source: "<kind>: <message>" (`SkippedRecord`)."""
+    return row["skipped"]
