@@ -23,7 +23,7 @@ from migrator import aws
 from migrator.config import MigratorConfig
 from migrator.connection import ClientSpec
 from migrator.errors import MigratorError
-from migrator.items import item_size_bytes, rename_attributes, to_dynamodb_json
+from migrator.items import item_size_bytes, to_dynamodb_json
 from migrator.plan import planned_units
 from migrator.ratelimit import CapacityLimiter
 from migrator.replicate.datasource import change_of, skipped_of
@@ -33,7 +33,7 @@ from migrator.stream import key_state
 from migrator.stream.collapse import collapse, drop_filtered, key_repr
 from migrator.stream.records import DELETE, ChangeRecord
 from migrator.target import tables
-from migrator.target.pipeline import PipelinedWriter
+from migrator.target.pipeline import PipelinedWriter, put_or_delete
 from migrator.target.writer import WriteCounters
 from migrator.wire import wire_client
 
@@ -133,7 +133,6 @@ def _apply(task: ApplyTask, changes: list[ChangeRecord], counters: WriteCounters
     already has.
     """
     renames = dict(task.renames)
-    puts = deletes = 0
     # Buckets start empty and hold a fifth of a second: a full one, or one refilled to a whole
     # second while the task writes (for lookups) or looks up (for writes), would let every
     # partition of every batch burst above the configured rate.
@@ -143,20 +142,20 @@ def _apply(task: ApplyTask, changes: list[ChangeRecord], counters: WriteCounters
         task.target, task.target_table, batch_size=task.batch_size,
         limiter=writes, report_capacity=task.target_reports_capacity,
     ) as writer:  # fmt: skip
-        for change in changes:
-            keys = to_dynamodb_json(change.keys)
-            if change.needs_lookup:
-                image = _lookup(task, keys, lookups)
-            else:
-                image = to_dynamodb_json(change.new_image) if change.new_image is not None else None
-            if change.operation == DELETE or image is None:
-                writer.delete(rename_attributes(keys, renames, tuple(keys)))
-                deletes += 1
-            else:
-                writer.put(rename_attributes(image, renames, tuple(keys)))
-                puts += 1
+        # A generator: each lookup is made as put_or_delete reaches its change, just before that key's write.
+        puts, deletes = put_or_delete(writer, (_state(task, change, lookups) for change in changes), renames)
         counters.add(writer.close())  # raises the first write failure
     return puts, deletes
+
+
+def _state(task: ApplyTask, change: ChangeRecord, lookups: CapacityLimiter) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The key's state after the change, as DynamoDB JSON (keys, image); no image: delete the key."""
+    keys = to_dynamodb_json(change.keys)
+    if change.operation == DELETE:
+        return keys, None
+    if change.needs_lookup:
+        return keys, _lookup(task, keys, lookups)  # None when the item is gone from the source
+    return keys, to_dynamodb_json(change.new_image)
 
 
 def _lookup(task: ApplyTask, keys: dict[str, Any], limiter: CapacityLimiter):
