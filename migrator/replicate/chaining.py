@@ -42,6 +42,7 @@ from migrator.config import MigratorConfig
 from migrator.errors import STOPPED_RATHER_THAN_SKIP, CheckpointError, ConfigError, StreamGap
 from migrator.export.manifest import ExportSummary
 from migrator.source.s3export import ExportManifests
+from migrator.source.stream_source import describe_stream_source
 from migrator.replicate.kinesis_start import open_kinesis
 from migrator.source.dynamodb_streams import StreamInfo, ensure_stream
 from migrator.source.kinesis import KinesisStream, check_start_is_retained
@@ -85,22 +86,14 @@ class ExportInstant:
 def find_live_stream(config: MigratorConfig, manifests: ExportManifests) -> LiveStream:
     """Describe the live table and its stream; check it is the table the export was taken from."""
     live = config.live_source
-    spec = live.client_spec("source").for_control_plane()
-    client = aws.client(spec)
-    described = tables.describe_table(client, live.table, "source.streamSource")
-    if described is None:
-        raise ConfigError(
-            "source.streamSource.table",
-            f"table {live.table!r} does not exist at {spec.where}: with target.streamChanges, streamSource "
-            "names the live table the export was taken from, whose stream is replicated after the import",
-        )
+    described, client = describe_stream_source(live, manifests.summary)
     _check_same_table(config, manifests.summary, described)
     description = described.description
     enabled = (description.get("StreamSpecification") or {}).get("StreamEnabled")
     if config.kinesis is not None or not (enabled and description.get("LatestStreamArn")):
         return LiveStream(live.table, None, None, described.key_names)  # Kinesis mode reads no DynamoDB stream
     stream = ensure_stream(client, live.table, may_enable=False)  # the stream as replication uses it
-    streams = aws.client(spec, "dynamodbstreams")
+    streams = aws.client(live.client_spec("source").for_control_plane(), "dynamodbstreams")
     return LiveStream(live.table, stream, stream_created_at(streams, stream.arn), described.key_names)
 
 
