@@ -1,4 +1,4 @@
-"""Chaining an S3 export with the live table's DynamoDB stream: is every change since the export replayable?
+"""Chaining an S3 export with the live table's stream: is every change since the export replayable?
 
 An export is the table as of one instant (its summary's `exportTime`). After importing it,
 replicating the stream of the table it was taken from (`source.streamSource`) keeps the
@@ -27,6 +27,12 @@ The instant is `exportTime` (for an incremental export, the end of its window,
 `exportToTime`); a full export's summary without it (old exports) falls back to `startTime`,
 with a warning. A rerun whose checkpoint exists resumes from the checkpoint instead: the
 rules above no longer matter, the checkpoint's own checks (migrator.replicate.checkpoint) do.
+
+In Kinesis mode (`target.streamChanges: {type: kinesis}`) the stream is the Kinesis data
+stream the live table streams to, read by default from the export's instant (AT_TIMESTAMP,
+`open_kinesis_stream`) rather than from the oldest record: the rule is then only that the
+stream's retention (up to a year) still holds that start, less 6 h to catch up
+(`check_kinesis_gap`).
 """
 
 from __future__ import annotations
