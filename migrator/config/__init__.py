@@ -29,9 +29,12 @@ from migrator.config.exports import S3ExportSource, S3ExportTarget
 from migrator.config.kinesis import KinesisStreamChanges
 from migrator.config.loading import load_config, parse_config
 from migrator.config.savepoints import Savepoints
+from migrator.config.tables import DynamoSource, DynamoTarget
 
 __all__ = [
     "Credentials",
+    "DynamoSource",
+    "DynamoTarget",
     "Endpoint",
     "KinesisStreamChanges",
     "LoadedConfig",
