@@ -133,7 +133,7 @@ def _as_mapping(block: KinesisStreamChanges) -> dict[str, Any]:
 
 
 # false, true (DynamoDB Streams) or the Kinesis block. The block is validated in full, then kept
-# as a mapping with camelCase keys, as before Kinesis mode ran: read it through
+# as a mapping with camelCase keys, the form the YAML gives it: read the block through
 # `DynamoTarget.kinesis`. Pydantic's tags ("bool", "kinesis") are not YAML keys
 # (`migrator.config.messages` leaves them out of key paths).
 STREAM_CHANGES_TAGS = ("bool", "kinesis")
