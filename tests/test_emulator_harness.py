@@ -13,8 +13,8 @@ from botocore.config import Config
 from botocore.exceptions import ClientError, ConnectionClosedError
 
 # scripts/ and tests/ are on sys.path via pyproject.toml's pytest "pythonpath".
-from emulator import EmulatorProcess, create_admin_keys, free_port, is_answering
-from faultproxy import FaultProxy
+from testsupport.emulator import EmulatorProcess, create_admin_keys, free_port, is_answering
+from testsupport.faultproxy import FaultProxy
 
 # In botocore, retries={"max_attempts": N} means N *retries* (N + 1 attempts);
 # "total_max_attempts": 1 is what really means a single attempt.

@@ -18,9 +18,9 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from emulator import EmulatorProcess
 from migrator.stream.kinesis_records import from_kinesis_record
 from migrator.stream.records import DELETE, PUT
+from testsupport.emulator import EmulatorProcess
 
 REGION = "us-east-1"
 KEYS = {"region_name": REGION, "aws_access_key_id": "test", "aws_secret_access_key": "test"}

@@ -6,8 +6,8 @@ from __future__ import annotations
 import boto3
 import pytest
 
-from emulator import EmulatorProcess
-from moto_kinesis_retention import trim_shard
+from testsupport.emulator import EmulatorProcess
+from testsupport.moto_kinesis_retention import trim_shard
 
 KEYS = {"region_name": "us-east-1", "aws_access_key_id": "test", "aws_secret_access_key": "test"}
 

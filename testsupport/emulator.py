@@ -3,14 +3,15 @@
 Command line (runs in the foreground until SIGTERM/SIGINT, then exits 0):
 
     python scripts/emulator.py --port 4566 [--host 127.0.0.1] [--auth]
+    python -m testsupport.emulator --port 4566     # the same, from the checkout's root
 
-From Python (put ``scripts/`` on ``sys.path`` first):
+From Python (with the checkout's root on ``sys.path``):
 
-    from emulator import EmulatorProcess, create_admin_keys
+    from testsupport.emulator import EmulatorProcess, create_admin_keys
     with EmulatorProcess(auth=True) as emu:
         key_id, secret = create_admin_keys(emu.endpoint_url)
 
-Extensions: a module named in ``EXTENSIONS`` (importable from ``scripts/``)
+Extensions: a module named in ``EXTENSIONS`` (a module of ``testsupport``)
 must define ``install() -> None``; ``install_extensions()`` calls each one in
 the server process after moto is configured and before the server accepts
 requests, so it may patch moto's backends or responses.
@@ -35,16 +36,19 @@ import time
 import urllib.parse
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve()
+ROOT = Path(__file__).resolve().parent.parent  # the checkout: testsupport's parent
 READY_LINE = re.compile(r"^emulator ready on (http://\S+)$", re.MULTILINE)
 HEALTH_PATH = "/moto-api/config"  # cheap, side-effect free, never counted as an AWS action
 LISTEN_BACKLOG = 1024  # werkzeug's default of 128 drops connects under executor bursts
 
 # Extension modules installed (in this order) before the server starts.
-# Each is a documented module in scripts/; the table lock comes last so it encloses the others.
-EXTENSIONS: tuple[str, ...] = (
-    "moto_kinesis_destination", "moto_kinesis_resharding", "moto_kinesis_retention", "moto_stream_reenable",
-    "moto_table_lock",
+# Each is a documented module in testsupport/; the table lock comes last so it encloses the others.
+EXTENSIONS: tuple[str, ...] = tuple(
+    f"testsupport.{name}"
+    for name in (
+        "moto_kinesis_destination", "moto_kinesis_resharding", "moto_kinesis_retention", "moto_stream_reenable",
+        "moto_table_lock",
+    )
 )
 
 # --auth lets exactly this many AWS actions through unauthenticated: the
@@ -162,7 +166,7 @@ def wait_until_answering(endpoint_url: str, timeout: float) -> None:
 
 
 class EmulatorProcess:
-    """``scripts/emulator.py`` running as a subprocess; a context manager."""
+    """``python -m testsupport.emulator`` running as a subprocess; a context manager."""
 
     def __init__(
         self,
@@ -190,14 +194,17 @@ class EmulatorProcess:
         """Launch the subprocess and block until it answers HTTP."""
         # Port 0 lets the server bind a free port itself (no race); it
         # reports the real one in its ready line.
-        cmd = [sys.executable, str(SCRIPT), "--host", self.host, "--port", str(self.port or 0)]
+        cmd = [sys.executable, "-m", "testsupport.emulator", "--host", self.host, "--port", str(self.port or 0)]
         if self.auth:
             cmd.append("--auth")
+        # The checkout's root first on the path, from whatever directory the caller runs in.
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
         # Files, not pipes: a full pipe would block the server.
         self._stdout = tempfile.TemporaryFile()
         self._stderr = tempfile.TemporaryFile()
         self._proc = subprocess.Popen(
-            cmd, stdin=subprocess.DEVNULL, stdout=self._stdout, stderr=self._stderr
+            cmd, stdin=subprocess.DEVNULL, stdout=self._stdout, stderr=self._stderr, env=env
         )
         try:
             self.endpoint_url = self._wait_ready()

@@ -74,7 +74,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from loopback import KeepAliveHandler, LoopbackService
+from testsupport.loopback import KeepAliveHandler, LoopbackService
 
 OPERATIONS = ("ListStreams", "DescribeStream", "GetShardIterator", "GetRecords")
 TARGET_PREFIX = "DynamoDBStreams_20120810."

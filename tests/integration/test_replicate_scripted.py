@@ -18,12 +18,13 @@ from typing import Any, Callable
 
 import pytest
 
-from conftest import scan_all, side, write_config
 from migrator.config import load_config
 from migrator.errors import CheckpointError, MigratorError
 from migrator.replicate.query import replicate
 from migrator.source.dynamodb_streams import StreamInfo
-from streamserver import ScriptedStreamServer, make_shard_id
+from testsupport.endpoint import scan_all, side
+from testsupport.jobs import write_config
+from testsupport.streamserver import ScriptedStreamServer, make_shard_id
 
 pytestmark = pytest.mark.integration
 

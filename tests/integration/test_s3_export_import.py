@@ -17,27 +17,18 @@ from pathlib import Path
 import boto3
 import pytest
 
-from all_types import KEY_SCHEMA, all_types_items, assert_same_items
-from conftest import (
-    TEST_ACCESS_KEY,
-    TEST_REGION,
-    TEST_SECRET_KEY,
-    endpoint_block,
-    list_tables,
-    put_items,
-    run_in_process,
-    run_job,
-    scan_all,
-    write_config,
-)
 from migrator.errors import ConfigError, SavepointError
 from migrator.export.errors import ExportFileError, ExportIncomplete, ExportNotFound
 from migrator.items import from_dynamodb_json, to_dynamodb_json
-from s3_exports import (
-    DYNAMODB_JSON,
-    ION,
+from testsupport.all_types import KEY_SCHEMA, all_types_items, assert_same_items
+from testsupport.endpoint import TEST_REGION, list_tables, put_items, scan_all
+from testsupport.export_imports import TABLE_DESCRIPTION, export_source, import_config, target_block
+from testsupport.jobs import assert_one_clear_line, run_in_process, run_job, start_job, write_config
+from testsupport.s3_exports import (
     Change,
+    DYNAMODB_JSON,
     DataFileSpec,
+    ION,
     S3AccessLog,
     create_bucket,
     dynamodb_numbers,
@@ -46,43 +37,8 @@ from s3_exports import (
     incremental_lines,
     write_export,
 )
-from test_bad_input import assert_one_clear_line
-from test_resume import start_job
 
 pytestmark = pytest.mark.integration
-
-TABLE_DESCRIPTION = {
-    "attributeDefinitions": [{"name": "pk", "type": "S"}, {"name": "sk", "type": "N"}],
-    "keySchema": [{"name": "pk", "type": "HASH"}, {"name": "sk", "type": "RANGE"}],
-}
-
-
-
-def export_source(endpoint_url: str, bucket: str, summary_key: str, **extra) -> dict:
-    block = {
-        "type": "dynamodb-s3-export",
-        "bucket": bucket,
-        "manifestKey": summary_key,
-        "region": TEST_REGION,
-        "endpoint": endpoint_block(endpoint_url),
-        "credentials": {"accessKey": TEST_ACCESS_KEY, "secretKey": TEST_SECRET_KEY},
-    }
-    if "streamSource" not in extra:
-        block["tableDescription"] = TABLE_DESCRIPTION
-    block.update(extra)
-    return block
-
-
-def target_block(endpoint_url: str, table: str, **extra) -> dict:
-    block = {
-        "type": "dynamodb",
-        "table": table,
-        "region": TEST_REGION,
-        "endpoint": endpoint_block(endpoint_url),
-        "credentials": {"accessKey": TEST_ACCESS_KEY, "secretKey": TEST_SECRET_KEY},
-    }
-    block.update(extra)
-    return block
 
 
 def export_items() -> list[dict]:
@@ -97,15 +53,6 @@ def assert_imported(expected: list[dict], dynamodb, target: str, key_names=("pk"
 
 def split(items: list, parts: int) -> list[list]:
     return [items[i::parts] for i in range(parts)]
-
-
-def import_config(tmp_path: Path, endpoint_url: str, export, target: str, name="config.yaml", **source) -> Path:
-    return write_config(
-        tmp_path,
-        {"source": export_source(endpoint_url, export.bucket, export.summary_key, **source),
-         "target": target_block(endpoint_url, target)},
-        name=name,
-    )  # fmt: skip
 
 
 def savepoint_files(tmp_path: Path) -> set[str]:
@@ -508,7 +455,7 @@ def test_manifest_that_is_not_json_is_refused(s3, dynamodb, endpoint_url, table_
 
 
 def test_wrong_s3_credentials_are_refused(table_name, tmp_path):
-    from emulator import EmulatorProcess, create_admin_keys
+    from testsupport.emulator import EmulatorProcess, create_admin_keys
 
     with EmulatorProcess(auth=True) as emulator:
         access_key, secret_key = create_admin_keys(emulator.endpoint_url)
