@@ -484,7 +484,7 @@ class ScriptedStreamServer(LoopbackService):
             shard_id = request.get("ShardId")
         elif operation == "GetRecords":
             try:
-                shard_id, _, _, serial, _ = self._decode_iterator(request.get("ShardIterator"))
+                shard_id, _, _, serial, _ = self.decode_iterator(request.get("ShardIterator"))
             except StreamApiError:
                 pass
         for queue in (self._faults.get(operation), self._faults.get(None)):
@@ -614,7 +614,7 @@ class ScriptedStreamServer(LoopbackService):
         return {"ShardIterator": self._issue_iterator(shard.shard_id, position)}
 
     def _op_GetRecords(self, request: dict) -> dict:
-        shard_id, position, issued_at, serial, arn = self._decode_iterator(request.get("ShardIterator"))
+        shard_id, position, issued_at, serial, arn = self.decode_iterator(request.get("ShardIterator"))
         limit = self._limit(request, 1000, 1000)
         if arn != self.stream_arn:
             raise StreamApiError("ResourceNotFoundException", f"Requested resource not found: Stream: {arn}")
@@ -657,8 +657,8 @@ class ScriptedStreamServer(LoopbackService):
         encoded = base64.urlsafe_b64encode(json.dumps(payload, separators=(",", ":")).encode())
         return _ITERATOR_PREFIX + encoded.decode().rstrip("=")
 
-    def _decode_iterator(self, iterator: Any) -> tuple[str, int, float, int, str]:
-        """(shard, position, issue time, serial, stream ARN)."""
+    def decode_iterator(self, iterator: Any) -> tuple[str, int, float, int, str]:
+        """(shard, position, issue time, serial, stream ARN) of an iterator this server issued; tests read it too."""
         try:
             if not isinstance(iterator, str) or not iterator.startswith(_ITERATOR_PREFIX):
                 raise ValueError

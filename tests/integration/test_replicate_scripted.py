@@ -258,7 +258,7 @@ def shard_of(server: ScriptedStreamServer, operation: str, request: dict) -> str
     if operation == "GetShardIterator":
         return request.get("ShardId")
     if operation == "GetRecords":
-        return server._decode_iterator(request["ShardIterator"])[0]
+        return server.decode_iterator(request["ShardIterator"])[0]
     return None
 
 
@@ -376,7 +376,7 @@ def test_expired_iterators_are_reacquired_after_the_last_record_read(make_server
         # a new record arrives and every iterator expires.
         if operation != "GetRecords" or state["expired"] or not state["phase2"]:
             return
-        shard, position, *_ = server._decode_iterator(request["ShardIterator"])
+        shard, position, *_ = server.decode_iterator(request["ShardIterator"])
         if shard == A and position > int(state["last_read"]):
             state["expired"] = True
             script.put(A, "k5")

@@ -6,7 +6,7 @@ import yaml
 
 from migrator.config import parse_config
 from migrator.connection import ClientSpec
-from migrator.replicate.query import ApplyTask, _lookup_units, _may_look_up, partition_share, replication_rates
+from migrator.replicate.query import ApplyTask, lookup_units, may_look_up, partition_share, replication_rates
 from migrator.source.dynamodb_streams import StreamInfo
 
 
@@ -38,7 +38,7 @@ def _stream(view_type: str) -> StreamInfo:
 
 
 def test_only_streams_of_keys_or_old_images_need_lookups():
-    assert [_may_look_up(_stream(v)) for v in ("KEYS_ONLY", "OLD_IMAGE", "NEW_IMAGE", "NEW_AND_OLD_IMAGES")] == [
+    assert [may_look_up(_stream(v)) for v in ("KEYS_ONLY", "OLD_IMAGE", "NEW_IMAGE", "NEW_AND_OLD_IMAGES")] == [
         True, True, False, False]
 
 
@@ -55,6 +55,6 @@ def test_each_partition_gets_its_share_of_the_partitions_running_at_once():
 
 
 def test_a_lookup_costs_what_dynamodb_reports_else_a_unit_per_started_4_kb():
-    assert _lookup_units({"ConsumedCapacity": {"TableName": "src", "CapacityUnits": 3.0}}, {"pk": {"S": "a"}}) == 3.0
-    assert _lookup_units({}, {"pk": {"S": "a"}, "blob": {"S": "x" * 5000}}) == 2.0
-    assert _lookup_units({}, None) == 1.0  # a missing item still costs a strongly consistent read
+    assert lookup_units({"ConsumedCapacity": {"TableName": "src", "CapacityUnits": 3.0}}, {"pk": {"S": "a"}}) == 3.0
+    assert lookup_units({}, {"pk": {"S": "a"}, "blob": {"S": "x" * 5000}}) == 2.0
+    assert lookup_units({}, None) == 1.0  # a missing item still costs a strongly consistent read
