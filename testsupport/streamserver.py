@@ -202,6 +202,7 @@ class ScriptedStreamServer(LoopbackService):
         self._faults: dict[str | None, collections.deque[_Fault]] = collections.defaultdict(collections.deque)
         self._reads: dict[str, collections.deque[float]] = collections.defaultdict(collections.deque)
         self._hooks: list[Callable[[str, dict], None]] = []
+        self._answer_hooks: list[Callable[[str, dict, dict], None]] = []
         self._unlisted: collections.Counter[str] = collections.Counter()  # shard -> listings left out of
         self.errors: list[Exception] = []  # unexpected exceptions (hooks, bugs), answered with HTTP 500
         self._calls: list[tuple[str, dict]] = []
@@ -362,6 +363,11 @@ class ScriptedStreamServer(LoopbackService):
         with self._lock:
             self._hooks.append(hook)
 
+    def add_answer_hook(self, hook: Callable[[str, dict, dict], None]) -> None:
+        """hook(operation, request, answer) runs on each answer served, faults excepted, before it is sent."""
+        with self._lock:
+            self._answer_hooks.append(hook)
+
     # -- observability ------------------------------------------------------
 
     @property
@@ -463,7 +469,10 @@ class ScriptedStreamServer(LoopbackService):
                     return None
                 if fault is not None:
                     raise StreamApiError(fault, f"injected fault: {fault}")
-                return 200, getattr(self, "_op_" + operation)(request)
+                answer = getattr(self, "_op_" + operation)(request)
+                for answer_hook in self._answer_hooks:
+                    answer_hook(operation, request, answer)
+                return 200, answer
         except StreamApiError as error:
             return self._error(error)
         except Exception as error:  # a hook's or the server's own bug: say so, keep serving

@@ -241,15 +241,12 @@ def replication(spark, dynamodb, endpoint_url, table_name, tmp_path):
 def record_ends(server: ScriptedStreamServer) -> list[str]:
     """Wrap the server's GetRecords: the iterators whose answer had no NextShardIterator (a closed shard's end)."""
     ends: list[str] = []
-    serve = server._op_GetRecords
 
-    def recording(request: dict) -> dict:
-        response = serve(request)
-        if "NextShardIterator" not in response:
+    def recording(operation: str, request: dict, answer: dict) -> None:
+        if operation == "GetRecords" and "NextShardIterator" not in answer:
             ends.append(request["ShardIterator"])
-        return response
 
-    server._op_GetRecords = recording  # serve() looks operations up on the instance
+    server.add_answer_hook(recording)
     return ends
 
 

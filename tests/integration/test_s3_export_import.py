@@ -42,7 +42,7 @@ pytestmark = pytest.mark.integration
 
 
 def export_items() -> list[dict]:
-    """Every DynamoDB type (tests/all_types.py) as an export holds it: DynamoDB JSON, DynamoDB's numbers."""
+    """Every DynamoDB type (testsupport/all_types.py) as an export holds it: DynamoDB JSON, DynamoDB's numbers."""
     return [dynamodb_numbers(to_dynamodb_json(item)) for item in all_types_items()]
 
 

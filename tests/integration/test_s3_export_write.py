@@ -31,7 +31,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def all_types_table(dynamodb):
-    """A source table holding every DynamoDB type (tests/all_types.py), shared by the tests that only read it."""
+    """A source table holding every DynamoDB type (testsupport/all_types.py), shared by the tests that only read it."""
     table = f"export-src-{uuid.uuid4().hex[:8]}"
     dynamodb.create_table(TableName=table, KeySchema=KEY_SCHEMA, AttributeDefinitions=ATTRIBUTES,
                           BillingMode="PAY_PER_REQUEST")  # fmt: skip

@@ -1,4 +1,4 @@
-"""scripts/moto_kinesis_retention.py over HTTP: trimming a shard as the retention would, and
+"""testsupport/moto_kinesis_retention.py over HTTP: trimming a shard as the retention would, and
 MillisBehindLatest as AWS reports it. Always the project's emulator (the action is its own)."""
 
 from __future__ import annotations
