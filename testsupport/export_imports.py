@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from testsupport.endpoint import TEST_ACCESS_KEY, TEST_REGION, TEST_SECRET_KEY, endpoint_block
+from testsupport.endpoint import TEST_ACCESS_KEY, TEST_REGION, TEST_SECRET_KEY, endpoint_block, side
 from testsupport.jobs import write_config
 
 
@@ -29,22 +29,10 @@ def export_source(endpoint_url: str, bucket: str, summary_key: str, **extra) -> 
     return block
 
 
-def target_block(endpoint_url: str, table: str, **extra) -> dict:
-    block = {
-        "type": "dynamodb",
-        "table": table,
-        "region": TEST_REGION,
-        "endpoint": endpoint_block(endpoint_url),
-        "credentials": {"accessKey": TEST_ACCESS_KEY, "secretKey": TEST_SECRET_KEY},
-    }
-    block.update(extra)
-    return block
-
-
 def import_config(tmp_path: Path, endpoint_url: str, export, target: str, name="config.yaml", **source) -> Path:
     return write_config(
         tmp_path,
         {"source": export_source(endpoint_url, export.bucket, export.summary_key, **source),
-         "target": target_block(endpoint_url, target)},
+         "target": side(endpoint_url, target)},
         name=name,
     )  # fmt: skip

@@ -23,8 +23,8 @@ from testsupport.export_imports import import_config
 from testsupport.jobs import assert_one_clear_line, run_job, write_config
 from testsupport.replication import list_commits
 from testsupport.s3_exports import (
-    Change,
     DYNAMODB_JSON,
+    Change,
     DataFileSpec,
     create_bucket,
     dynamodb_numbers,

@@ -17,9 +17,9 @@ from testsupport.all_types import by_key
 from testsupport.endpoint import put_items, scan_all, side
 from testsupport.jobs import write_config
 from testsupport.replication import (
-    Changes,
     HOURS,
     RUN_SECONDS,
+    Changes,
     age_checkpoint,
     list_commits,
     until_converged,

@@ -21,14 +21,14 @@ from migrator.errors import ConfigError, SavepointError
 from migrator.export.errors import ExportFileError, ExportIncomplete, ExportNotFound
 from migrator.items import from_dynamodb_json, to_dynamodb_json
 from testsupport.all_types import KEY_SCHEMA, all_types_items, assert_same_items
-from testsupport.endpoint import TEST_REGION, list_tables, put_items, scan_all
-from testsupport.export_imports import TABLE_DESCRIPTION, export_source, import_config, target_block
+from testsupport.endpoint import TEST_REGION, list_tables, put_items, scan_all, side
+from testsupport.export_imports import TABLE_DESCRIPTION, export_source, import_config
 from testsupport.jobs import assert_one_clear_line, run_in_process, run_job, start_job, write_config
 from testsupport.s3_exports import (
-    Change,
     DYNAMODB_JSON,
-    DataFileSpec,
     ION,
+    Change,
+    DataFileSpec,
     S3AccessLog,
     create_bucket,
     dynamodb_numbers,
@@ -94,7 +94,7 @@ def test_renames_and_provisioned_billing_from_the_table_description(s3, dynamodb
                    "provisionedThroughput": {"readCapacityUnits": 7, "writeCapacityUnits": 9}}  # fmt: skip
     config = write_config(tmp_path, {
         "source": export_source(endpoint_url, export.bucket, export.summary_key, tableDescription=description),
-        "target": target_block(endpoint_url, target),
+        "target": side(endpoint_url, target),
         "renames": [{"from": "pk", "to": "id"}, {"from": "v", "to": "value"}],
     })  # fmt: skip
 
@@ -240,7 +240,7 @@ def test_a_data_file_gone_after_the_checks_fails_its_task_naming_it(s3, endpoint
     bucket = create_bucket(s3)
     config = load_config(str(write_config(tmp_path, {
         "source": export_source(endpoint_url, bucket, "AWSDynamoDB/x/manifest-summary.json"),
-        "target": target_block(endpoint_url, "unused-table"),
+        "target": side(endpoint_url, "unused-table"),
     })))  # fmt: skip
     task = FileTask(
         s3=config.config.source.client_spec("source"), bucket=bucket,
@@ -288,7 +288,7 @@ def test_key_schema_indexes_billing_and_ttl_come_from_the_stream_source(s3, dyna
     dynamodb.update_time_to_live(TableName=live, TimeToLiveSpecification={"Enabled": True, "AttributeName": "expires"})
     items = [{**key(f"k{i}", i), "g": {"S": f"g{i % 3}"}} for i in range(20)]
     export = write_export(s3, create_bucket(s3), [DataFileSpec(full_lines(items, DYNAMODB_JSON))], table=live)
-    stream_source = target_block(endpoint_url, live)
+    stream_source = side(endpoint_url, live)
 
     run_in_process(import_config(tmp_path, endpoint_url, export, target, streamSource=stream_source), spark)
 
@@ -306,7 +306,7 @@ def test_a_stream_source_that_does_not_exist_is_refused(s3, dynamodb, endpoint_u
     export = write_export(s3, create_bucket(s3), [DataFileSpec(full_lines(export_items()[:1], DYNAMODB_JSON))])
     target = table_name("no-live")
     config = import_config(tmp_path, endpoint_url, export, target,
-                           streamSource=target_block(endpoint_url, "no-such-live-table"))  # fmt: skip
+                           streamSource=side(endpoint_url, "no-such-live-table"))  # fmt: skip
 
     with pytest.raises(ConfigError) as refused:
         run_in_process(config, spark)
@@ -356,7 +356,7 @@ def test_rerun_after_a_failed_file_reads_only_the_files_not_yet_imported(s3, dyn
     with S3AccessLog(endpoint_url) as log:
         rerun = write_config(tmp_path, {  # the export read through the log; the target where it was (a savepoint's place)
             "source": export_source(log.endpoint_url, export.bucket, export.summary_key, maxMapTasks=1),
-            "target": target_block(endpoint_url, target),
+            "target": side(endpoint_url, target),
         }, name="rerun.yaml")  # fmt: skip
         summary = run_in_process(rerun, spark)
         fetched = log.reads_of(export.bucket)
@@ -378,7 +378,7 @@ def test_kill_9_mid_import_then_rerun_reads_only_the_unfinished_files(s3, dynamo
     target = table_name("killed")
     document = {
         "source": export_source(endpoint_url, export.bucket, export.summary_key, maxMapTasks=1),
-        "target": target_block(endpoint_url, target, writeThroughput=20, throughputWritePercent=0.5),
+        "target": side(endpoint_url, target, writeThroughput=20, throughputWritePercent=0.5),
     }
     job = start_job(write_config(tmp_path, document, name="first.yaml"))
     deadline = time.monotonic() + 180
@@ -407,7 +407,7 @@ def test_a_savepoint_of_another_export_is_refused(s3, dynamodb, endpoint_url, sp
     target = table_name("other-export")
     config = write_config(tmp_path, {
         "source": export_source(endpoint_url, export.bucket, export.summary_key),
-        "target": target_block(endpoint_url, target),
+        "target": side(endpoint_url, target),
         "skipFiles": ["exports/AWSDynamoDB/another/data/file.json.gz"],
     })  # fmt: skip
 
@@ -426,7 +426,7 @@ def test_manifest_that_does_not_exist_is_refused(s3, dynamodb, endpoint_url, spa
     target = table_name("no-manifest")
     config = write_config(tmp_path, {
         "source": export_source(endpoint_url, bucket, "AWSDynamoDB/0123-abc/manifest-summary.json"),
-        "target": target_block(endpoint_url, target),
+        "target": side(endpoint_url, target),
     })  # fmt: skip
 
     with pytest.raises(ExportNotFound) as refused:
@@ -443,7 +443,7 @@ def test_manifest_that_is_not_json_is_refused(s3, dynamodb, endpoint_url, table_
     target = table_name("bad-manifest")
     config = write_config(tmp_path, {
         "source": export_source(endpoint_url, bucket, "AWSDynamoDB/0123-abc/manifest-summary.json"),
-        "target": target_block(endpoint_url, target),
+        "target": side(endpoint_url, target),
     })  # fmt: skip
 
     result = run_job(config)
@@ -470,7 +470,7 @@ def test_wrong_s3_credentials_are_refused(table_name, tmp_path):
         wrong = {"accessKey": "AKIAWRONGWRONGWRONG1", "secretKey": "wrong-secret-planted-in-config"}
         config = write_config(tmp_path, {
             "source": export_source(emulator.endpoint_url, export.bucket, export.summary_key, credentials=wrong),
-            "target": target_block(emulator.endpoint_url, target, credentials=good),
+            "target": side(emulator.endpoint_url, target, credentials=good),
         })  # fmt: skip
 
         result = run_job(config)
