@@ -10,11 +10,7 @@ from testsupport.sample_data import seed
 
 
 TEST_REGION = "us-east-1"
-
-
 TEST_ACCESS_KEY = "testing-access-key"
-
-
 TEST_SECRET_KEY = "testing-secret-key"
 
 

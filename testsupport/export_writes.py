@@ -15,9 +15,7 @@ from testsupport.s3_exports import DYNAMODB_JSON
 
 
 ATTRIBUTES = [{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "sk", "AttributeType": "N"}]
-
-
-SEGMENTS = 3
+SEGMENTS = 3  # every export written here has this many data files
 
 
 def export_target(endpoint_url: str, path: str, **extra) -> dict:

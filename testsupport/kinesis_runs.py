@@ -14,9 +14,7 @@ from testsupport.endpoint import TEST_REGION, put_items, scan_all
 from testsupport.sample_data import make_item, make_items
 
 
-RUN_SECONDS = 120
-
-
+RUN_SECONDS = 120  # until_converged fails a run that has not converged by then
 ACCOUNT = "123456789012"  # moto's default account
 
 

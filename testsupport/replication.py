@@ -15,6 +15,9 @@ from testsupport.all_types import by_key
 from testsupport.endpoint import put_items, scan_all
 from testsupport.sample_data import make_item, make_items
 
+RUN_SECONDS = 90  # until_converged fails a run that has not converged by then
+HOURS = 3600
+
 
 class Writer(threading.Thread):
     """Puts, updates and deletes on the source until stopped; the same few keys again and again."""
@@ -56,12 +59,6 @@ def wait_until_converged(client, source: str, target: str, timeout: float = 120)
             differing = sum(1 for k in set(want) & set(got) if want[k] != got[k])
             raise AssertionError(f"not converged: {missing} missing, {extra} resurrected/extra, {differing} differ")
         time.sleep(1)
-
-
-RUN_SECONDS = 90
-
-
-HOURS = 3600
 
 
 class Changes:

@@ -13,9 +13,7 @@ import yaml
 from testsupport.faultproxy import FaultProxy
 
 
-ITEMS = 4_000
-
-
+ITEMS = 4_000  # the slow copy (tests/integration/conftest.py's slow_copy): its items and segments
 SEGMENTS = 8
 
 
