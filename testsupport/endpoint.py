@@ -38,17 +38,18 @@ def endpoint_block(endpoint_url: str) -> dict[str, Any]:
     return block
 
 
-def side(endpoint_url: str, table: str, **extra: Any) -> dict[str, Any]:
-    """A source or target block for a table at the test endpoint."""
-    block = {
-        "type": "dynamodb",
-        "table": table,
+def reaching(endpoint_url: str) -> dict[str, Any]:
+    """The region, endpoint and credentials keys of a config block that reaches the test endpoint."""
+    return {
         "region": TEST_REGION,
         "endpoint": endpoint_block(endpoint_url),
         "credentials": {"accessKey": TEST_ACCESS_KEY, "secretKey": TEST_SECRET_KEY},
     }
-    block.update(extra)
-    return block
+
+
+def side(endpoint_url: str, table: str, **extra: Any) -> dict[str, Any]:
+    """A source or target block for a table at the test endpoint."""
+    return {"type": "dynamodb", "table": table, **reaching(endpoint_url), **extra}
 
 
 def scan_all(client, table: str) -> list[dict[str, Any]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from testsupport.endpoint import TEST_ACCESS_KEY, TEST_REGION, TEST_SECRET_KEY, endpoint_block, side
+from testsupport.endpoint import reaching, side
 from testsupport.jobs import write_config
 
 
@@ -15,14 +15,7 @@ TABLE_DESCRIPTION = {
 
 
 def export_source(endpoint_url: str, bucket: str, summary_key: str, **extra) -> dict:
-    block = {
-        "type": "dynamodb-s3-export",
-        "bucket": bucket,
-        "manifestKey": summary_key,
-        "region": TEST_REGION,
-        "endpoint": endpoint_block(endpoint_url),
-        "credentials": {"accessKey": TEST_ACCESS_KEY, "secretKey": TEST_SECRET_KEY},
-    }
+    block = {"type": "dynamodb-s3-export", "bucket": bucket, "manifestKey": summary_key, **reaching(endpoint_url)}
     if "streamSource" not in extra:
         block["tableDescription"] = TABLE_DESCRIPTION
     block.update(extra)

@@ -9,7 +9,7 @@ from pathlib import Path
 from migrator.export.decode import read_items, verify_md5
 from migrator.export.manifest import check_item_counts, parse_data_files, parse_summary
 from testsupport.all_types import KEY_SCHEMA
-from testsupport.endpoint import TEST_ACCESS_KEY, TEST_REGION, TEST_SECRET_KEY, endpoint_block, side
+from testsupport.endpoint import TEST_SECRET_KEY, reaching, side
 from testsupport.jobs import write_config
 from testsupport.s3_exports import DYNAMODB_JSON
 
@@ -19,21 +19,12 @@ SEGMENTS = 3  # every export written here has this many data files
 
 
 def export_target(endpoint_url: str, path: str, **extra) -> dict:
-    block = {
-        "type": "dynamodb-s3-export",
-        "path": path,
-        "region": TEST_REGION,
-        "endpoint": endpoint_block(endpoint_url),
-        "credentials": {"accessKey": TEST_ACCESS_KEY, "secretKey": TEST_SECRET_KEY},
-    }
-    block.update(extra)
-    return block
+    return {"type": "dynamodb-s3-export", "path": path, **reaching(endpoint_url), **extra}
 
 
 def import_config(tmp_path: Path, endpoint_url: str, bucket: str, summary_key: str, target: str, **source) -> Path:
-    block = {"type": "dynamodb-s3-export", "bucket": bucket, "manifestKey": summary_key, "region": TEST_REGION,
-             "endpoint": endpoint_block(endpoint_url),
-             "credentials": {"accessKey": TEST_ACCESS_KEY, "secretKey": TEST_SECRET_KEY}, **source}  # fmt: skip
+    block = {"type": "dynamodb-s3-export", "bucket": bucket, "manifestKey": summary_key, **reaching(endpoint_url)}
+    block.update(source)
     return write_config(tmp_path, {"source": block, "target": side(endpoint_url, target)}, name="import.yaml")
 
 
