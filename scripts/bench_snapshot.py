@@ -64,14 +64,14 @@ sys.path.insert(0, str(REPO))  # testsupport: the emulator, the fault proxy, sam
 import boto3  # noqa: E402
 import yaml  # noqa: E402
 from botocore.config import Config  # noqa: E402
+
+from migrator.items import item_size_bytes, to_dynamodb_json  # noqa: E402
+from migrator.spark import LOCAL_DRIVER_JAVA_OPTIONS  # noqa: E402
 from testsupport.emulator import EmulatorProcess  # noqa: E402
 from testsupport.faultproxy import FaultProxy  # noqa: E402
 from testsupport.s3_exports import DYNAMODB_JSON, ION, DataFileSpec, create_bucket, dynamodb_numbers, full_lines  # noqa: E402
 from testsupport.s3_exports import write_export  # noqa: E402
 from testsupport.sample_data import create_sample_table, make_item, seed  # noqa: E402
-
-from migrator.items import item_size_bytes, to_dynamodb_json  # noqa: E402
-from migrator.spark import LOCAL_DRIVER_JAVA_OPTIONS  # noqa: E402
 
 REGION, ACCESS_KEY, SECRET_KEY = "us-east-1", "bench-access-key", "bench-secret-key"
 MASTER = "local[2]"
