@@ -14,16 +14,30 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Callable
 
 
 class CapacityLimiter:
-    """Keeps the long-run spend at or below `units_per_second` (None: unlimited)."""
+    """Keeps the long-run spend at or below `units_per_second` (None: unlimited).
 
-    def __init__(self, units_per_second: float | None, burst_seconds: float = 1.0, *, starts_empty: bool = False):
+    `clock` and `sleep` are time.monotonic and time.sleep unless given (tests pass a fake pair).
+    """
+
+    def __init__(
+        self,
+        units_per_second: float | None,
+        burst_seconds: float = 1.0,
+        *,
+        starts_empty: bool = False,
+        clock: Callable[[], float] | None = None,
+        sleep: Callable[[float], None] | None = None,
+    ):
         self.units_per_second = units_per_second
+        self._clock = clock if clock is not None else time.monotonic
+        self._sleep = sleep if sleep is not None else time.sleep
         self._capacity = (units_per_second or 0) * burst_seconds
         self._tokens = 0.0 if starts_empty else self._capacity
-        self._updated = time.monotonic()
+        self._updated = self._clock()
         self._lock = threading.Lock()
         self.waited_seconds = 0.0
 
@@ -63,9 +77,9 @@ class CapacityLimiter:
         if deficit > 0:
             pause = deficit / self.units_per_second
             self.waited_seconds += pause
-            time.sleep(pause)
+            self._sleep(pause)
 
     def _refill(self) -> None:
-        now = time.monotonic()
+        now = self._clock()
         self._tokens = min(self._capacity, self._tokens + (now - self._updated) * self.units_per_second)
         self._updated = now

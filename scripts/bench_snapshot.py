@@ -4,16 +4,16 @@
     .venv/bin/python scripts/bench_snapshot.py [--items 100000] [--payload-bytes 207] [--segments N] [--limit-threads 8]
         [--export-files 8] [--no-imports]
 
-One emulator (scripts/emulator.py) serves a source table of N `sample_data.make_item` items, copied three times:
+One emulator (testsupport/emulator.py) serves a source table of N `sample_data.make_item` items, copied three times:
   (a) emulator limit: a parallel Scan (a thread per segment) into memory, then BatchWriteItem from as many
       threads. moto answers on about one core (GIL-bound), so no copy beats its Scan cost plus its write cost.
   (b) plain boto3: one thread, paginated Scan, BatchWriteItem of 25: the copy a user writes.
   (c) the migrator, `spark-submit --master local[2] jobs/migrate.py`, timed from launch to exit and from its
       first Scan to the answer to its last BatchWriteItem (the copy without JVM start-up and shutdown), which
-      tests/faultproxy.py, relaying its requests with no faults, timestamps.
+      testsupport/faultproxy.py, relaying its requests with no faults, timestamps.
 Then the same items are imported from S3 exports, beside the Scan path (skipped with --no-imports):
   (d), (e) the migrator importing a full export (`source.type: dynamodb-s3-export`) of the same items, which
-      tests/s3_exports.py wrote beforehand into the emulator's S3 in AWS's layout (--export-files gzip data
+      testsupport/s3_exports.py wrote beforehand into the emulator's S3 in AWS's layout (--export-files gzip data
       files, not timed): (d) DYNAMODB_JSON, (e) ION. Launched as (c) is, and timed from launch to exit and from
       its first BatchWriteItem to the answer to its last, through the same kind of proxy (its S3 reads go to
       the emulator directly; a data file's download precedes its first write by well under a second).
@@ -59,19 +59,19 @@ from pathlib import Path
 from statistics import mean
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(REPO / "scripts"), str(REPO / "tests")]
+sys.path.insert(0, str(REPO))  # testsupport: the emulator, the fault proxy, sample data
 
 import boto3  # noqa: E402
 import yaml  # noqa: E402
 from botocore.config import Config  # noqa: E402
-from emulator import EmulatorProcess  # noqa: E402
-from faultproxy import FaultProxy  # noqa: E402
-from s3_exports import DYNAMODB_JSON, ION, DataFileSpec, create_bucket, dynamodb_numbers, full_lines  # noqa: E402
-from s3_exports import write_export  # noqa: E402
-from sample_data import create_sample_table, make_item, seed  # noqa: E402
 
 from migrator.items import item_size_bytes, to_dynamodb_json  # noqa: E402
 from migrator.spark import LOCAL_DRIVER_JAVA_OPTIONS  # noqa: E402
+from testsupport.emulator import EmulatorProcess  # noqa: E402
+from testsupport.faultproxy import FaultProxy  # noqa: E402
+from testsupport.s3_exports import DYNAMODB_JSON, ION, DataFileSpec, create_bucket, dynamodb_numbers, full_lines  # noqa: E402
+from testsupport.s3_exports import write_export  # noqa: E402
+from testsupport.sample_data import create_sample_table, make_item, seed  # noqa: E402
 
 REGION, ACCESS_KEY, SECRET_KEY = "us-east-1", "bench-access-key", "bench-secret-key"
 MASTER = "local[2]"

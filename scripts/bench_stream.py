@@ -13,10 +13,10 @@ bench_<mode>_source and bench_<mode>_target, at the same rates, measured the sam
            of 1 shard, bench_kinesis_changes, as a user would; the source has NO DynamoDB stream (so the emulator
            does not do that work too). The job enables the table's Kinesis streaming destination itself,
            snapshots, then replays from AT_TIMESTAMP. Each write's record (both images) is put into the stream
-           by the emulator's destination extension (scripts/moto_kinesis_destination.py) inside the write's own
+           by the emulator's destination extension (testsupport/moto_kinesis_destination.py) inside the write's own
            request, under moto_table_lock, the way a DynamoDB stream record is made in the other mode.
 
-One emulator (scripts/emulator.py, its own process) serves everything. In order:
+One emulator (testsupport/emulator.py, its own process) serves everything. In order:
   1. The emulator's limit, measured once for every mode: `--writer-threads` threads write PutItem as fast as
      they can for `--limit-seconds` into a scratch table with a NEW_AND_OLD_IMAGES stream (a stream record per
      write, as on the Streams mode's source), nothing else running, with the items of step 3. "max" offers that
@@ -44,7 +44,7 @@ One emulator (scripts/emulator.py, its own process) serves everything. In order:
 
 Lag of a write: from the moment boto3 returned its acknowledgement to the moment its value was in the target. The
 target is not polled: the job's endpoints (source and target) are relaying proxies in this process
-(tests/faultproxy.py, no faults injected) that time each of its calls to the emulator, and the target's one notes
+(testsupport/faultproxy.py, no faults injected) that time each of its calls to the emulator, and the target's one notes
 when the emulator answered each BatchWriteItem; moto applies a batch before it answers, so that instant is when
 the items became readable (late by at most that request's own duration). A put with v confirms the key's pending
 writes up to v (the migrator collapses a key's changes within a batch to the last one, so a write overwritten
@@ -103,17 +103,17 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 # BENCH_JOB_ARGS="--log-level DEBUG" shows where each batch's time goes, in the --job-log.
 JOB_EXTRA_ARGS = os.environ.get("BENCH_JOB_ARGS", "").split()
-sys.path[:0] = [str(REPO / "scripts"), str(REPO / "tests")]
+sys.path.insert(0, str(REPO))  # testsupport: the emulator, the fault proxy, sample data
 
 import boto3  # noqa: E402
 import yaml  # noqa: E402
 from botocore.config import Config  # noqa: E402
-from emulator import EmulatorProcess, free_port  # noqa: E402
-from faultproxy import FaultProxy  # noqa: E402
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
-from sample_data import create_sample_table, make_item, seed  # noqa: E402
 
 from migrator.spark import LOCAL_DRIVER_JAVA_OPTIONS  # noqa: E402
+from testsupport.emulator import EmulatorProcess, free_port  # noqa: E402
+from testsupport.faultproxy import FaultProxy  # noqa: E402
+from testsupport.sample_data import create_sample_table, make_item, seed  # noqa: E402
 
 REGION, ACCESS_KEY, SECRET_KEY = "us-east-1", "bench-access-key", "bench-secret-key"
 MASTER = "local[2]"

@@ -18,14 +18,14 @@ import threading
 import time
 from pathlib import Path
 
-import boto3
-
-from emulator import EmulatorProcess
-from sample_data import create_sample_table, make_item, make_items, seed
-
-from migrator.spark import LOCAL_DRIVER_JAVA_OPTIONS
-
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))  # testsupport: the emulator and sample data
+
+import boto3  # noqa: E402
+
+from migrator.spark import LOCAL_DRIVER_JAVA_OPTIONS  # noqa: E402
+from testsupport.emulator import EmulatorProcess  # noqa: E402
+from testsupport.sample_data import create_sample_table, make_item, make_items, seed  # noqa: E402
 SOURCE, TARGET = "demo_orders", "demo_orders_copy"
 CONVERGE_TIMEOUT_SECONDS = 300
 

@@ -170,11 +170,11 @@ def _lookup(task: ApplyTask, keys: dict[str, Any], limiter: CapacityLimiter):
         request["ReturnConsumedCapacity"] = "TOTAL"
     response = wire_client(task.source).get_item(**request)
     item = response.get("Item")
-    limiter.settle(_lookup_units(response if task.source_reports_capacity else {}, item) - 1.0)
+    limiter.settle(lookup_units(response if task.source_reports_capacity else {}, item) - 1.0)
     return item
 
 
-def _lookup_units(response: dict[str, Any], item: dict[str, Any] | None) -> float:
+def lookup_units(response: dict[str, Any], item: dict[str, Any] | None) -> float:
     """Reported capacity, or one unit per started 4 KB of the item (at least one)."""
     consumed = response.get("ConsumedCapacity")
     if consumed and "CapacityUnits" in consumed:

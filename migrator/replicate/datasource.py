@@ -198,9 +198,9 @@ class ChangesReader(DataSourceStreamReader):
             try:
                 change = planned.feed.to_change(record, planned.shard_id, planned.depth)
             except SkippedRecord as skipped:  # counted and logged by the driver, never fatal
-                yield _skipped_row(skipped)
+                yield skipped_row(skipped)
                 continue
-            yield _change_row(change)
+            yield change_row(change)
 
     def commit(self, end: dict) -> None:
         """Nothing to do: Spark's checkpoint holds the offsets."""
@@ -221,11 +221,11 @@ def _check_nothing_trimmed(planned: ShardRange, records: list[dict[str, Any]]) -
         )
 
 
-def _change_row(change: ChangeRecord) -> tuple:
+def change_row(change: ChangeRecord) -> tuple:
     return (pickle.dumps(change), None)
 
 
-def _skipped_row(skipped: SkippedRecord) -> tuple:
+def skipped_row(skipped: SkippedRecord) -> tuple:
     return (None, f"{skipped.kind}: {skipped}")
 
 

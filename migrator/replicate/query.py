@@ -151,7 +151,7 @@ def replicate(
             _record(summary, metrics, batch_id, outcomes)
         except Exception as exc:
             log.debug("batch %d failed", batch_id, exc_info=True)  # the whole trace, for a bug report
-            failures.append(exc if isinstance(exc, MigratorError) else _query_error(exc))
+            failures.append(exc if isinstance(exc, MigratorError) else query_error(exc))
             # Raising fails the batch, so Spark does not commit it. The text stays short on
             # purpose: Spark matches a failed foreachBatch's text against a regex that
             # overflows the stack on a long one (a Java stack trace) and kills the query's
@@ -181,7 +181,7 @@ def replicate(
                 timed_batch = _log_timing(progress, timed_batch)
             # Caught up: the last trigger's reader found nothing new. (isDataAvailable alone is
             # also false while a trigger is still reading, however far behind it is.)
-            if _caught_up(query.status):
+            if caught_up(query.status):
                 metrics.caught_up()
                 summary.lag_seconds = 0.0
             if should_stop is not None and should_stop(summary):
@@ -206,7 +206,7 @@ def replicate(
             log.info("the batch in progress when stopping was not committed; the next run applies it again")
         return summary
     if query.exception() is not None:
-        raise _query_error(query.exception())
+        raise query_error(query.exception())
     if not stop_requested:
         raise MigratorError(
             "replicating changes failed: the streaming query stopped without an error (see the Spark log above); "
@@ -219,7 +219,7 @@ _NOTHING_NEW = "Waiting for data to arrive"  # Spark's status after a trigger th
 _BETWEEN_TRIGGERS = "Waiting for next trigger"
 
 
-def _caught_up(status: dict) -> bool:
+def caught_up(status: dict) -> bool:
     """The last trigger's reader found nothing new: Spark says so, or, between two triggers, the
     last one had no data (the message alone shows only for part of a trigger's interval)."""
     if status["message"] == _NOTHING_NEW:
@@ -315,7 +315,7 @@ def _record(summary: ReplicationSummary, metrics: ReplicationMetrics, batch_id: 
     metrics.observe(
         records=records, puts=puts, deletes=deletes, retries=sum(o.retries for o in outcomes),
         shards=len(frozenset().union(*(o.shards for o in outcomes))), lag_seconds=lag,
-        iterator_age_seconds=_iterator_age(outcomes), dropped=dropped,
+        iterator_age_seconds=iterator_age(outcomes), dropped=dropped,
     )  # fmt: skip
     if records:
         log.info("replicate: batch %d: %d records, %d puts, %d deletes, lag %.1fs", batch_id, records, puts, deletes, lag or 0)
@@ -340,7 +340,7 @@ def _log_timing(progress: dict, last_logged: int) -> int:
 _TIMED_STEPS = ("latestOffset", "queryPlanning", "getBatch", "walCommit", "addBatch", "commitOffsets")
 
 
-def _iterator_age(outcomes: list[ApplyOutcome]) -> float | None:
+def iterator_age(outcomes: list[ApplyOutcome]) -> float | None:
     """How far behind the stream's head reading is: now minus the newest record read, in the
     shard furthest behind (AWS's IteratorAgeMilliseconds, over the shards of this batch)."""
     newest: dict[str, float] = {}
@@ -352,7 +352,7 @@ def _iterator_age(outcomes: list[ApplyOutcome]) -> float | None:
     return max(0.0, time.time() - min(newest.values()))
 
 
-def _query_error(exc: Any) -> MigratorError:
+def query_error(exc: Any) -> MigratorError:
     """One line from a failed query or Spark job: the migrator's own error when a Python traceback holds one.
 
     A CheckpointError raised by the reader comes back as its class, for invalidCheckpointBehavior.

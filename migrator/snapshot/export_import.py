@@ -71,7 +71,7 @@ def preflight(config: MigratorConfig) -> ImportPreflight:
     manifests = read_manifests(s3, source.bucket, source.manifest_key, s3_spec.where)
     check_files_present(s3, source.bucket, manifests.files)
     _log_export(source, manifests)
-    exported, ttl = _exported_table(config, manifests)
+    exported, ttl = exported_table(config, manifests)
     request = tables.creation_request(exported, config.target.table, config.rename_map, config.target.billing_mode)
     target_spec = config.target.client_spec("target").for_control_plane()
     target = tables.describe_table(aws.client(target_spec), config.target.table, "target")
@@ -170,7 +170,7 @@ def _apply_incremental(
         with plain_ctrl_c():
             sc.setJobDescription(f"{name}: read {len(tasks)} incremental data files")
             outcomes = newest.filter(is_file_outcome).values().collect()
-            _raise_first_failure(tasks, outcomes)
+            raise_first_failure(tasks, outcomes)
             summary.items_read = sum(outcome.items for outcome in outcomes)
             summary.files_imported = len(outcomes)
             log.info("import: %d records read from %d files; writing the newest of each key", summary.items_read, len(tasks))
@@ -199,7 +199,7 @@ def _unpersist(rdd: Any) -> None:
         log.debug("could not unpersist the incremental records: the JVM is shutting down")
 
 
-def _raise_first_failure(tasks: list[FileTask], outcomes: list[FileOutcome]) -> None:
+def raise_first_failure(tasks: list[FileTask], outcomes: list[FileOutcome]) -> None:
     """The first file (in manifest order) that could not be read whole stops the import, before any write."""
     by_key = {outcome.file_key: outcome for outcome in outcomes}
     for task in tasks:
@@ -250,7 +250,7 @@ FILE_JOBS = UnitJobs(import_file, _describe_file, _file_job_failed, unit="file")
 # ---- the exported table's keys ----
 
 
-def _exported_table(config: MigratorConfig, manifests: ExportManifests) -> tuple[TableInfo, str | None]:
+def exported_table(config: MigratorConfig, manifests: ExportManifests) -> tuple[TableInfo, str | None]:
     """The table the target is made like, and its TTL attribute: from tableDescription, else the live
     table, else the summary's tableCreationParameters (exports this project writes)."""
     source: S3ExportSource = config.source

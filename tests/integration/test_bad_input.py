@@ -7,17 +7,16 @@ through `${...}` environment references, as a user's would.
 
 from __future__ import annotations
 
-import socket
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import boto3
 import pytest
 
-from conftest import TEST_REGION, endpoint_block, list_tables, run_job, side, write_config
-from emulator import EmulatorProcess, create_admin_keys
-from sample_data import create_sample_table
+from testsupport.emulator import EmulatorProcess, create_admin_keys
+from testsupport.endpoint import TEST_REGION, endpoint_block, list_tables, side
+from testsupport.jobs import assert_one_clear_line, run_job, write_config
+from testsupport.ports import busy_port, closed_port
+from testsupport.sample_data import create_sample_table
 
 pytestmark = pytest.mark.integration
 
@@ -25,38 +24,9 @@ BAD_CONFIGS = Path(__file__).resolve().parent.parent / "bad_configs"
 CASES = sorted(path.stem for path in BAD_CONFIGS.glob("*.yaml"))
 
 
-def closed_port() -> int:
-    """A loopback port nothing listens on."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-@contextmanager
-def busy_port() -> Iterator[int]:
-    """A port another process listens on, on every address (as a second migrator's metrics would)."""
-    with socket.socket() as listener:
-        listener.bind(("", 0))
-        listener.listen()
-        yield listener.getsockname()[1]
-
-
 def expectations(name: str) -> tuple[int, list[str]]:
     first, *texts = (BAD_CONFIGS / f"{name}.expected").read_text(encoding="utf-8").splitlines()
     return int(first.split()[1]), [t for t in texts if t]
-
-
-def assert_one_clear_line(result, texts: list[str]) -> None:
-    """Exactly one `error:` line with every text, and no traceback.
-
-    Under spark-submit the Python driver's stderr arrives on the JVM's stdout, so both count.
-    """
-    output = result.stdout + result.stderr
-    errors = [line for line in output.splitlines() if line.startswith("error: ")]
-    assert len(errors) == 1, output
-    for text in texts:
-        assert text in errors[0], f"{text!r} not in {errors[0]!r}"
-    assert "Traceback" not in output
 
 
 def test_at_least_twelve_bad_configs():

@@ -21,10 +21,10 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from all_types import assert_same_items
-import package
-from conftest import REPO, job_env, put_items, scan_all, side, write_config
-from sample_data import create_sample_table, make_items
+from testsupport.all_types import assert_same_items
+from testsupport.endpoint import put_items, scan_all, side
+from testsupport.jobs import REPO, job_env, write_config
+from testsupport.sample_data import create_sample_table, make_items
 
 pytestmark = pytest.mark.integration
 
@@ -35,6 +35,15 @@ PLANTED_SESSION_TOKEN = "planted-token-77aa01"
 def files_under(directory: Path):
     """Every file below `directory`, less Hadoop's binary .crc checksum files."""
     return [p for p in directory.rglob("*") if p.is_file() and p.suffix != ".crc"]
+
+
+def build_package(output: Path) -> Path:
+    """The --py-files zip, built by the command line docs/cluster.md tells users to run."""
+    built = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "package.py"), str(output)],
+        cwd=REPO, capture_output=True, text=True, check=True, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    return Path(built.stdout.strip())
 
 
 def test_copy_on_two_executors_leaks_no_secret(dynamodb, endpoint_url, table_name, tmp_path):
@@ -51,7 +60,7 @@ def test_copy_on_two_executors_leaks_no_secret(dynamodb, endpoint_url, table_nam
     )
     events = tmp_path / "events"
     events.mkdir()
-    archive = package.build(tmp_path / "dynamodb-migrator.zip")  # as docs/cluster.md tells users
+    archive = build_package(tmp_path / "dynamodb-migrator.zip")
     command = [
         str(Path(sys.executable).parent / "spark-submit"),
         "--master", "local-cluster[2,1,1024]",

@@ -11,14 +11,15 @@ import uuid
 
 import pytest
 
-from conftest import TEST_ACCESS_KEY, TEST_REGION, TEST_SECRET_KEY, put_items, run_job, scan_all, write_config
-from faultproxy import FaultProxy
-from loopback import self_signed_certificate
 from migrator import errors
 from migrator.connection import ClientSpec
 from migrator.redact import Secret
 from migrator.wire import WireClient
-from sample_data import create_sample_table, make_items
+from testsupport.endpoint import TEST_ACCESS_KEY, TEST_REGION, TEST_SECRET_KEY, put_items, scan_all
+from testsupport.faultproxy import FaultProxy
+from testsupport.jobs import run_job, write_config
+from testsupport.loopback import self_signed_certificate
+from testsupport.sample_data import create_sample_table, make_items
 
 pytestmark = pytest.mark.integration
 

@@ -20,34 +20,19 @@ from pathlib import Path
 
 import pytest
 
-from all_types import KEY_SCHEMA, all_types_items, assert_same_items
-from conftest import run_in_process, scan_all, side, write_config
 from migrator.snapshot import export_pieces
 from migrator.errors import ExportExists, ExportPathError
 from migrator.export.decode import read_items, verify_md5
 from migrator.export.manifest import check_item_counts, parse_data_files, parse_summary
-from s3_exports import DYNAMODB_JSON, create_bucket
-from test_bad_input import closed_port
-from test_s3_export_write import ATTRIBUTES, SEGMENTS, check_export, export_target, import_config
+from testsupport.all_types import KEY_SCHEMA, all_types_items, assert_same_items
+from testsupport.endpoint import scan_all, side
+from testsupport.export_writes import ATTRIBUTES, SEGMENTS, check_export, export_target, import_config
+from testsupport.hdfs import hdfs_uri
+from testsupport.jobs import run_in_process, write_config
+from testsupport.ports import closed_port
+from testsupport.s3_exports import DYNAMODB_JSON, create_bucket
 
 pytestmark = pytest.mark.integration
-
-HDFS_ON_LOCAL_DISK = {
-    "fs.hdfs.impl": "org.apache.hadoop.fs.viewfs.ViewFileSystemOverloadScheme",
-    "fs.viewfs.mounttable.default.linkFallback": "file:///",  # hdfs:///a/b is /a/b on this machine
-    "fs.hdfs.impl.disable.cache": "true",  # no FileSystem cached for hdfs outlives the test
-}
-
-
-@pytest.fixture
-def hdfs_on_local_disk(spark):
-    conf = spark.sparkContext._jsc.hadoopConfiguration()
-    for key, value in HDFS_ON_LOCAL_DISK.items():
-        conf.set(key, value)
-    yield
-    for key in HDFS_ON_LOCAL_DISK:
-        conf.unset(key)
-
 
 
 @pytest.fixture(scope="module")
@@ -62,10 +47,6 @@ def create_table(dynamodb, prefix: str, items: list[dict]) -> str:
     for item in items:
         dynamodb.put_item(TableName=table, Item=item)
     return table
-
-
-def hdfs_uri(local: Path) -> str:
-    return f"hdfs://{local}"  # local is absolute: hdfs:///tmp/...
 
 
 def export_config(tmp_path: Path, endpoint_url: str, table: str, path: str, name="export.yaml", segments=SEGMENTS):

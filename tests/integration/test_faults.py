@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from all_types import assert_same_items
-from conftest import put_items, run_in_process, run_job, scan_all, side, write_config
-from faultproxy import FaultProxy
-from sample_data import create_sample_table, make_items
+from testsupport.all_types import assert_same_items
+from testsupport.endpoint import put_items, scan_all, side
+from testsupport.faultproxy import FaultProxy
+from testsupport.jobs import run_in_process, run_job, write_config
+from testsupport.sample_data import create_sample_table, make_items
 
 pytestmark = pytest.mark.integration
 

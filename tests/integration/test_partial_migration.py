@@ -14,10 +14,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from all_types import assert_same_items
-from conftest import put_items, run_in_process, scan_all, side, table_exists, write_config
 from migrator.errors import RecordedTargetMissing
-from sample_data import create_sample_table, make_items
+from testsupport.all_types import assert_same_items
+from testsupport.endpoint import put_items, scan_all, side, table_exists
+from testsupport.jobs import run_in_process, write_config
+from testsupport.sample_data import create_sample_table, make_items
 
 pytestmark = pytest.mark.integration
 

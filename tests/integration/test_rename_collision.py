@@ -13,13 +13,16 @@ import time
 import pytest
 import yaml
 
-from conftest import put_items, run_job, scan_all, side, write_config
 from migrator.config import load_config
 from migrator.errors import MigratorError, RenameCollision
 from migrator.export.errors import ImportFileFailed
 from migrator.items import to_dynamodb_json
 from migrator.run import migrate
-from s3_exports import (
+from testsupport.endpoint import put_items, scan_all, side
+from testsupport.export_imports import import_config
+from testsupport.jobs import assert_one_clear_line, run_job, write_config
+from testsupport.replication import list_commits
+from testsupport.s3_exports import (
     DYNAMODB_JSON,
     Change,
     DataFileSpec,
@@ -29,10 +32,7 @@ from s3_exports import (
     incremental_lines,
     write_export,
 )
-from sample_data import create_sample_table, make_item, make_items
-from test_bad_input import assert_one_clear_line
-from test_s3_export_import import import_config
-from test_replicate_checkpoint import list_commits
+from testsupport.sample_data import create_sample_table, make_item, make_items
 
 pytestmark = pytest.mark.integration
 

@@ -16,16 +16,17 @@ from pathlib import Path
 
 import pytest
 
-from all_types import by_key
-from conftest import put_items, scan_all, side, write_config
-from faultproxy import FaultProxy
 from migrator.config import load_config
 from migrator.errors import CheckpointError, MigratorError
 from migrator.run import migrate
-from sample_data import create_sample_table, make_item, make_items
-from test_replicate_checkpoint import list_commits
-from test_replicate_kinesis import create_stream, until_converged, write_changes
-from test_resume import copied_segments, start_job, wait_for_segments
+from testsupport.all_types import by_key
+from testsupport.endpoint import put_items, scan_all, side
+from testsupport.faultproxy import FaultProxy
+from testsupport.jobs import start_job, write_config
+from testsupport.kinesis_runs import create_stream, until_converged, write_changes
+from testsupport.replication import list_commits
+from testsupport.resume import copied_segments, wait_for_segments
+from testsupport.sample_data import create_sample_table, make_item, make_items
 
 pytestmark = pytest.mark.integration
 

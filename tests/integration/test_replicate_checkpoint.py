@@ -5,77 +5,29 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
-from pathlib import Path
 
 import pytest
 
-from all_types import by_key
-from conftest import put_items, scan_all, side, write_config
 from migrator.replicate.checkpoint import HEARTBEAT_FILE
 from migrator.config import load_config
 from migrator.errors import CheckpointError
 from migrator.run import migrate
-from sample_data import SAMPLE_ATTRIBUTES, SAMPLE_KEY_SCHEMA, create_sample_table, make_item, make_items
+from testsupport.all_types import by_key
+from testsupport.endpoint import put_items, scan_all, side
+from testsupport.jobs import write_config
+from testsupport.replication import (
+    HOURS,
+    RUN_SECONDS,
+    Changes,
+    age_checkpoint,
+    list_commits,
+    until_converged,
+    write_heartbeat,
+)
+from testsupport.sample_data import SAMPLE_ATTRIBUTES, SAMPLE_KEY_SCHEMA, create_sample_table, make_items
 
 pytestmark = pytest.mark.integration
-
-RUN_SECONDS = 90
-HOURS = 3600
-
-
-class Changes:
-    """Puts, an update and a delete on the source, once, the first time the job asks whether to stop."""
-
-    def __init__(self, client, table: str, start: int):
-        self.client, self.table, self.start, self.written = client, table, start, False
-
-    def write(self) -> None:
-        put_items(self.client, self.table, make_items(5, start=self.start))
-        updated = make_item(self.start)
-        updated["note"] = {"S": "updated while replicating"}
-        self.client.put_item(TableName=self.table, Item=updated)
-        gone = make_item(self.start + 1)
-        self.client.delete_item(TableName=self.table, Key={"pk": gone["pk"], "sk": gone["sk"]})
-        self.written = True
-
-
-def until_converged(client, source: str, target: str, changes: Changes | None = None, checkpoint: Path | None = None):
-    """A should_stop for migrate(): write the changes once, then stop when the target equals the
-    source (and Spark committed a batch, when given the checkpoint); fail after RUN_SECONDS."""
-    deadline = time.monotonic() + RUN_SECONDS
-
-    def should_stop(summary) -> bool:
-        if changes is not None and not changes.written:
-            changes.write()
-            return False
-        assert time.monotonic() < deadline, f"not converged in {RUN_SECONDS} s: {summary}"
-        if checkpoint is not None and not list_commits(checkpoint):
-            return False
-        return by_key(scan_all(client, source)) == by_key(scan_all(client, target))
-
-    return should_stop
-
-
-def list_commits(checkpoint: Path) -> list[Path]:
-    folder = checkpoint / "commits"
-    return [p for p in folder.iterdir() if p.name.isdigit()] if folder.is_dir() else []
-
-
-def age_checkpoint(checkpoint: Path, hours: float) -> None:
-    """Make the checkpoint look last advanced `hours` ago: its commits and its heartbeat."""
-    then = time.time() - hours * HOURS
-    for commit in list_commits(checkpoint):
-        os.utime(commit, (then, then))
-    if (checkpoint / HEARTBEAT_FILE).exists():
-        write_heartbeat(checkpoint, then)
-
-
-def write_heartbeat(checkpoint: Path, alive_at: float) -> None:
-    """Rewrite the heartbeat as a stopped job left it; Hadoop's checksum file goes with the old text."""
-    (checkpoint / HEARTBEAT_FILE).write_text(json.dumps({"aliveAt": alive_at}))
-    (checkpoint / f".{HEARTBEAT_FILE}.crc").unlink(missing_ok=True)
 
 
 def test_a_stale_checkpoint_is_refused_then_restart_copies_the_table_again(dynamodb, endpoint_url, table_name, tmp_path, spark):

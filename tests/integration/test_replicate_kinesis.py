@@ -11,29 +11,19 @@ from pathlib import Path
 
 import pytest
 
-from all_types import by_key
-from conftest import TEST_REGION, put_items, scan_all, side, write_config
 from migrator.config import load_config
 from migrator.errors import CheckpointError
 from migrator.source.kinesis import epoch_of
 from migrator.items import to_dynamodb_json
-from migrator.run import migrate
-from moto_kinesis_retention import trim_shard
-from sample_data import create_sample_table, make_item, make_items
-from test_replicate_checkpoint import age_checkpoint
-from test_replicate_streams import Writer
+from testsupport.all_types import by_key
+from testsupport.endpoint import TEST_REGION, put_items, scan_all, side
+from testsupport.jobs import write_config
+from testsupport.kinesis_runs import RUN_SECONDS, create_stream, run, until_converged, write_changes
+from testsupport.moto_kinesis_retention import trim_shard
+from testsupport.replication import Writer, age_checkpoint
+from testsupport.sample_data import create_sample_table, make_item, make_items
 
 pytestmark = pytest.mark.integration
-
-RUN_SECONDS = 120
-ACCOUNT = "123456789012"  # moto's default account
-
-
-
-def create_stream(kinesis, shards: int = 1) -> str:
-    name = f"changes-{uuid.uuid4().hex[:8]}"
-    kinesis.create_stream(StreamName=name, ShardCount=shards)
-    return f"arn:aws:kinesis:{TEST_REGION}:{ACCOUNT}:stream/{name}"
 
 
 def kinesis_config(tmp_path: Path, endpoint_url: str, source: str, target: str, arn: str, **changes) -> Path:
@@ -45,37 +35,6 @@ def kinesis_config(tmp_path: Path, endpoint_url: str, source: str, target: str, 
             "checkpointLocation": str(tmp_path / "checkpoint"),
         },
     )
-
-
-def run(config: Path, spark, should_stop):
-    return migrate(load_config(str(config)), lambda: spark, should_stop)
-
-
-def until_converged(client, source: str, target: str, actions=(), seconds: float = RUN_SECONDS):
-    """A should_stop: run each action once (one per call), then stop when the target equals the source."""
-    pending = list(actions)
-    deadline = time.monotonic() + seconds
-
-    def should_stop(summary) -> bool:
-        if pending:
-            pending.pop(0)()
-            return False
-        assert time.monotonic() < deadline, f"not converged in {seconds} s: {summary}"
-        return by_key(scan_all(client, source)) == by_key(scan_all(client, target))
-
-    return should_stop
-
-
-def write_changes(client, table: str, start: int):
-    def write() -> None:
-        put_items(client, table, make_items(5, start=start))
-        updated = make_item(start)
-        updated["note"] = {"S": "updated while replicating"}
-        client.put_item(TableName=table, Item=updated)
-        gone = make_item(start + 1)
-        client.delete_item(TableName=table, Key={"pk": gone["pk"], "sk": gone["sk"]})
-
-    return write
 
 
 def offsets(checkpoint: Path) -> list[dict]:

@@ -18,12 +18,13 @@ from typing import Any, Callable
 
 import pytest
 
-from conftest import scan_all, side, write_config
 from migrator.config import load_config
 from migrator.errors import CheckpointError, MigratorError
 from migrator.replicate.query import replicate
 from migrator.source.dynamodb_streams import StreamInfo
-from streamserver import ScriptedStreamServer, make_shard_id
+from testsupport.endpoint import scan_all, side
+from testsupport.jobs import write_config
+from testsupport.streamserver import ScriptedStreamServer, make_shard_id
 
 pytestmark = pytest.mark.integration
 
@@ -240,15 +241,12 @@ def replication(spark, dynamodb, endpoint_url, table_name, tmp_path):
 def record_ends(server: ScriptedStreamServer) -> list[str]:
     """Wrap the server's GetRecords: the iterators whose answer had no NextShardIterator (a closed shard's end)."""
     ends: list[str] = []
-    serve = server._op_GetRecords
 
-    def recording(request: dict) -> dict:
-        response = serve(request)
-        if "NextShardIterator" not in response:
+    def recording(operation: str, request: dict, answer: dict) -> None:
+        if operation == "GetRecords" and "NextShardIterator" not in answer:
             ends.append(request["ShardIterator"])
-        return response
 
-    server._op_GetRecords = recording  # serve() looks operations up on the instance
+    server.add_answer_hook(recording)
     return ends
 
 
@@ -257,7 +255,7 @@ def shard_of(server: ScriptedStreamServer, operation: str, request: dict) -> str
     if operation == "GetShardIterator":
         return request.get("ShardId")
     if operation == "GetRecords":
-        return server._decode_iterator(request["ShardIterator"])[0]
+        return server.decode_iterator(request["ShardIterator"])[0]
     return None
 
 
@@ -375,7 +373,7 @@ def test_expired_iterators_are_reacquired_after_the_last_record_read(make_server
         # a new record arrives and every iterator expires.
         if operation != "GetRecords" or state["expired"] or not state["phase2"]:
             return
-        shard, position, *_ = server._decode_iterator(request["ShardIterator"])
+        shard, position, *_ = server.decode_iterator(request["ShardIterator"])
         if shard == A and position > int(state["last_read"]):
             state["expired"] = True
             script.put(A, "k5")

@@ -6,51 +6,21 @@ moto's DynamoDB Streams over HTTP (one shard), spark-submit as a user runs it.
 from __future__ import annotations
 
 import os
-import random
 import signal
-import subprocess
-import threading
 import time
 import urllib.request
 
 import pytest
 
-from all_types import by_key
-from conftest import TEST_SECRET_KEY, put_items, scan_all, side, write_config
-from emulator import free_port
-from faultproxy import FaultProxy
-from sample_data import create_sample_table, make_item, make_items
-from test_resume import start_job
+from testsupport.all_types import by_key
+from testsupport.emulator import free_port
+from testsupport.endpoint import TEST_SECRET_KEY, put_items, scan_all, side
+from testsupport.faultproxy import FaultProxy
+from testsupport.jobs import drain, start_job, wait_for_output, write_config
+from testsupport.replication import Writer, wait_until_converged
+from testsupport.sample_data import create_sample_table, make_items
 
 pytestmark = pytest.mark.integration
-
-
-class Writer(threading.Thread):
-    """Puts, updates and deletes on the source until stopped; the same few keys again and again."""
-
-    def __init__(self, client, table: str, seed: int):
-        super().__init__(daemon=True)
-        self.client, self.table, self.random = client, table, random.Random(seed)
-        self.stop = threading.Event()
-        self.writes = 0
-        self.deleted: set[int] = set()  # item numbers deleted at least once
-
-    def run(self) -> None:
-        while not self.stop.is_set():
-            self.write_once()
-            time.sleep(0.01)
-
-    def write_once(self) -> None:
-        number = self.random.randrange(0, 400)
-        item = make_item(number)
-        action = self.random.random()
-        if action < 0.2:
-            self.client.delete_item(TableName=self.table, Key={"pk": item["pk"], "sk": item["sk"]})
-            self.deleted.add(number)
-        else:
-            item["version"] = {"N": str(self.writes)}
-            self.client.put_item(TableName=self.table, Item=item)
-        self.writes += 1
 
 
 def scrape(port: int) -> dict[str, float]:
@@ -73,39 +43,6 @@ def wait_until_ready(port: int, timeout: float = 30) -> dict[str, float]:
             return metrics
         assert time.monotonic() < deadline, f"never ready: {metrics}"
         time.sleep(0.5)
-
-
-def wait_until_converged(client, source: str, target: str, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        want, got = by_key(scan_all(client, source)), by_key(scan_all(client, target))
-        if want == got:
-            return
-        if time.monotonic() > deadline:
-            missing = len(set(want) - set(got))
-            extra = len(set(got) - set(want))
-            differing = sum(1 for k in set(want) & set(got) if want[k] != got[k])
-            raise AssertionError(f"not converged: {missing} missing, {extra} resurrected/extra, {differing} differ")
-        time.sleep(1)
-
-
-def wait_for_output(job: subprocess.Popen, text: str, lines: list[str], timeout: float = 180) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        line = job.stdout.readline()
-        if line:
-            lines.append(line)
-            if text in line:
-                return
-        elif job.poll() is not None:
-            break
-    raise AssertionError(f"{text!r} never appeared:\n{''.join(lines[-60:])}")
-
-
-def drain(job: subprocess.Popen, lines: list[str]) -> threading.Thread:
-    reader = threading.Thread(target=lambda: lines.extend(job.stdout), daemon=True)
-    reader.start()
-    return reader
 
 
 @pytest.fixture

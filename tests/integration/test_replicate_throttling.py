@@ -14,14 +14,14 @@ import time
 
 import pytest
 
-from all_types import by_key
-from conftest import put_items, scan_all, side, write_config
-from faultproxy import FaultProxy
 from migrator.config import load_config
 from migrator.run import migrate
-from sample_data import SAMPLE_ATTRIBUTES, SAMPLE_KEY_SCHEMA, create_sample_table, make_item, make_items
-from test_replicate_streams import drain, wait_for_output, wait_until_converged
-from test_resume import start_job
+from testsupport.all_types import by_key
+from testsupport.endpoint import put_items, scan_all, side
+from testsupport.faultproxy import FaultProxy
+from testsupport.jobs import drain, start_job, wait_for_output, write_config
+from testsupport.replication import wait_until_converged
+from testsupport.sample_data import SAMPLE_ATTRIBUTES, SAMPLE_KEY_SCHEMA, create_sample_table, make_item, make_items
 
 pytestmark = pytest.mark.integration
 

@@ -15,14 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from all_types import by_key
-from conftest import put_items, scan_all, side, write_config
-from faultproxy import FaultProxy
-from sample_data import create_sample_table, make_items
-from test_replicate_checkpoint import age_checkpoint
-from test_replicate_kinesis import create_stream, run, until_converged, write_changes
-from test_replicate_streams import drain
-from test_resume import start_job
+from testsupport.all_types import by_key
+from testsupport.endpoint import put_items, scan_all, side
+from testsupport.faultproxy import FaultProxy
+from testsupport.jobs import drain, start_job, write_config
+from testsupport.kinesis_runs import create_stream, run, until_converged, write_changes
+from testsupport.replication import age_checkpoint
+from testsupport.sample_data import create_sample_table, make_items
 
 pytestmark = pytest.mark.integration
 

@@ -6,104 +6,18 @@ signal reaches the JVM and the Python driver alike.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pytest
-import yaml
 
-from all_types import assert_same_items
-from conftest import REPO, job_env, put_items, run_job, scan_all, side, write_config
-from faultproxy import FaultProxy
-from sample_data import create_sample_table, make_items
+from testsupport.all_types import assert_same_items
+from testsupport.endpoint import put_items, scan_all, side
+from testsupport.jobs import run_job, start_job, write_config
+from testsupport.resume import ITEMS, SEGMENTS, copied_segments, scanned_segments, wait_for_segments
+from testsupport.sample_data import create_sample_table, make_items
 
 pytestmark = pytest.mark.integration
-
-ITEMS = 4_000
-SEGMENTS = 8
-
-
-def start_job(config: Path) -> subprocess.Popen:
-    command = [
-        str(Path(sys.executable).parent / "spark-submit"),
-        "--master",
-        "local[2]",
-        "--driver-java-options",
-        f"-Dlog4j2.configurationFile={REPO / 'conf' / 'log4j2.properties'}",
-        str(REPO / "jobs" / "migrate.py"),
-        "--config",
-        str(config),
-    ]
-    return subprocess.Popen(
-        command,
-        cwd=REPO,
-        env=job_env(),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,  # its own process group: signals reach JVM and Python
-    )
-
-
-def copied_segments(savepoint_dir: Path) -> set[int]:
-    for path in savepoint_dir.glob("savepoint_*.yaml"):
-        document = yaml.safe_load(path.read_text())
-        return set(document.get("skipSegments") or [])
-    return set()
-
-
-def wait_for_segments(job: subprocess.Popen, savepoint_dir: Path, at_least: int, timeout: float = 180) -> set[int]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        done = copied_segments(savepoint_dir)
-        if len(done) >= at_least:
-            return done
-        assert job.poll() is None, f"the job ended before it could be interrupted:\n{job.stdout.read()}"
-        time.sleep(0.05)
-    raise AssertionError(f"fewer than {at_least} segments copied after {timeout}s")
-
-
-def scanned_segments(proxy: FaultProxy, since: int = 0) -> set[int]:
-    """The segments scanned through the proxy, from its `since`-th recorded request on."""
-    return {json.loads(body)["Segment"] for operation, body in proxy.recorded[since:] if operation == "Scan"}
-
-
-@pytest.fixture
-def slow_copy(dynamodb, endpoint_url, table_name, tmp_path):
-    """A source table and a config copying it one segment at a time, slow enough to interrupt:
-    reads paced to 20 RCU/s (estimated from item sizes) take about 2 s a segment."""
-    source, target = table_name("resume"), table_name("resume-copy")
-    create_sample_table(dynamodb, source)
-    put_items(dynamodb, source, make_items(ITEMS))
-
-    def config(endpoint: str, name: str) -> Path:
-        return write_config(
-            tmp_path,
-            {
-                "source": side(
-                    endpoint, source, scanSegments=SEGMENTS, maxMapTasks=1,
-                    readThroughput=40, throughputReadPercent=0.5, removeConsumedCapacity=True,
-                ),  # fmt: skip
-                "target": side(endpoint, target),
-                "savepoints": {"path": str(tmp_path / "savepoints")},
-            },
-            name=name,
-        )
-
-    return source, target, config, tmp_path / "savepoints"
-
-
-@pytest.fixture
-def recording_proxy(endpoint_url):
-    """Both runs of a test reach the emulator through one proxy: a savepoint belongs to one endpoint."""
-    with FaultProxy(endpoint_url, fault_rate=0.0, record=True) as proxy:
-        yield proxy
 
 
 @pytest.mark.parametrize("stop_signal", [signal.SIGKILL, signal.SIGINT], ids=["kill-9", "ctrl-c"])

@@ -16,17 +16,25 @@ from pathlib import Path
 import pytest
 import yaml
 
-from all_types import by_key
-from conftest import list_tables, put_items, run_job, scan_all, side, write_config
 from migrator.replicate import chaining
 from migrator.config import load_config
 from migrator.errors import CheckpointError, ConfigError, StreamGap
 from migrator.items import to_dynamodb_json
 from migrator.run import migrate
-from s3_exports import DYNAMODB_JSON, DataFileSpec, create_bucket, dynamodb_numbers, full_lines, write_export
-from test_bad_input import assert_one_clear_line, busy_port
-from test_replicate_checkpoint import age_checkpoint, list_commits
-from test_replicate_kinesis import create_stream
+from testsupport.all_types import by_key
+from testsupport.endpoint import list_tables, put_items, scan_all, side
+from testsupport.jobs import assert_one_clear_line, run_job, write_config
+from testsupport.kinesis_runs import create_stream
+from testsupport.ports import busy_port
+from testsupport.replication import age_checkpoint, list_commits
+from testsupport.s3_exports import (
+    DYNAMODB_JSON,
+    DataFileSpec,
+    create_bucket,
+    dynamodb_numbers,
+    full_lines,
+    write_export,
+)
 
 pytestmark = pytest.mark.integration
 

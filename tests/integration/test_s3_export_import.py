@@ -17,23 +17,14 @@ from pathlib import Path
 import boto3
 import pytest
 
-from all_types import KEY_SCHEMA, all_types_items, assert_same_items
-from conftest import (
-    TEST_ACCESS_KEY,
-    TEST_REGION,
-    TEST_SECRET_KEY,
-    endpoint_block,
-    list_tables,
-    put_items,
-    run_in_process,
-    run_job,
-    scan_all,
-    write_config,
-)
 from migrator.errors import ConfigError, SavepointError
 from migrator.export.errors import ExportFileError, ExportIncomplete, ExportNotFound
 from migrator.items import from_dynamodb_json, to_dynamodb_json
-from s3_exports import (
+from testsupport.all_types import KEY_SCHEMA, all_types_items, assert_same_items
+from testsupport.endpoint import TEST_REGION, list_tables, put_items, scan_all, side
+from testsupport.export_imports import TABLE_DESCRIPTION, export_source, import_config
+from testsupport.jobs import assert_one_clear_line, run_in_process, run_job, start_job, write_config
+from testsupport.s3_exports import (
     DYNAMODB_JSON,
     ION,
     Change,
@@ -46,47 +37,12 @@ from s3_exports import (
     incremental_lines,
     write_export,
 )
-from test_bad_input import assert_one_clear_line
-from test_resume import start_job
 
 pytestmark = pytest.mark.integration
 
-TABLE_DESCRIPTION = {
-    "attributeDefinitions": [{"name": "pk", "type": "S"}, {"name": "sk", "type": "N"}],
-    "keySchema": [{"name": "pk", "type": "HASH"}, {"name": "sk", "type": "RANGE"}],
-}
-
-
-
-def export_source(endpoint_url: str, bucket: str, summary_key: str, **extra) -> dict:
-    block = {
-        "type": "dynamodb-s3-export",
-        "bucket": bucket,
-        "manifestKey": summary_key,
-        "region": TEST_REGION,
-        "endpoint": endpoint_block(endpoint_url),
-        "credentials": {"accessKey": TEST_ACCESS_KEY, "secretKey": TEST_SECRET_KEY},
-    }
-    if "streamSource" not in extra:
-        block["tableDescription"] = TABLE_DESCRIPTION
-    block.update(extra)
-    return block
-
-
-def target_block(endpoint_url: str, table: str, **extra) -> dict:
-    block = {
-        "type": "dynamodb",
-        "table": table,
-        "region": TEST_REGION,
-        "endpoint": endpoint_block(endpoint_url),
-        "credentials": {"accessKey": TEST_ACCESS_KEY, "secretKey": TEST_SECRET_KEY},
-    }
-    block.update(extra)
-    return block
-
 
 def export_items() -> list[dict]:
-    """Every DynamoDB type (tests/all_types.py) as an export holds it: DynamoDB JSON, DynamoDB's numbers."""
+    """Every DynamoDB type (testsupport/all_types.py) as an export holds it: DynamoDB JSON, DynamoDB's numbers."""
     return [dynamodb_numbers(to_dynamodb_json(item)) for item in all_types_items()]
 
 
@@ -97,15 +53,6 @@ def assert_imported(expected: list[dict], dynamodb, target: str, key_names=("pk"
 
 def split(items: list, parts: int) -> list[list]:
     return [items[i::parts] for i in range(parts)]
-
-
-def import_config(tmp_path: Path, endpoint_url: str, export, target: str, name="config.yaml", **source) -> Path:
-    return write_config(
-        tmp_path,
-        {"source": export_source(endpoint_url, export.bucket, export.summary_key, **source),
-         "target": target_block(endpoint_url, target)},
-        name=name,
-    )  # fmt: skip
 
 
 def savepoint_files(tmp_path: Path) -> set[str]:
@@ -147,7 +94,7 @@ def test_renames_and_provisioned_billing_from_the_table_description(s3, dynamodb
                    "provisionedThroughput": {"readCapacityUnits": 7, "writeCapacityUnits": 9}}  # fmt: skip
     config = write_config(tmp_path, {
         "source": export_source(endpoint_url, export.bucket, export.summary_key, tableDescription=description),
-        "target": target_block(endpoint_url, target),
+        "target": side(endpoint_url, target),
         "renames": [{"from": "pk", "to": "id"}, {"from": "v", "to": "value"}],
     })  # fmt: skip
 
@@ -293,7 +240,7 @@ def test_a_data_file_gone_after_the_checks_fails_its_task_naming_it(s3, endpoint
     bucket = create_bucket(s3)
     config = load_config(str(write_config(tmp_path, {
         "source": export_source(endpoint_url, bucket, "AWSDynamoDB/x/manifest-summary.json"),
-        "target": target_block(endpoint_url, "unused-table"),
+        "target": side(endpoint_url, "unused-table"),
     })))  # fmt: skip
     task = FileTask(
         s3=config.config.source.client_spec("source"), bucket=bucket,
@@ -341,7 +288,7 @@ def test_key_schema_indexes_billing_and_ttl_come_from_the_stream_source(s3, dyna
     dynamodb.update_time_to_live(TableName=live, TimeToLiveSpecification={"Enabled": True, "AttributeName": "expires"})
     items = [{**key(f"k{i}", i), "g": {"S": f"g{i % 3}"}} for i in range(20)]
     export = write_export(s3, create_bucket(s3), [DataFileSpec(full_lines(items, DYNAMODB_JSON))], table=live)
-    stream_source = target_block(endpoint_url, live)
+    stream_source = side(endpoint_url, live)
 
     run_in_process(import_config(tmp_path, endpoint_url, export, target, streamSource=stream_source), spark)
 
@@ -359,7 +306,7 @@ def test_a_stream_source_that_does_not_exist_is_refused(s3, dynamodb, endpoint_u
     export = write_export(s3, create_bucket(s3), [DataFileSpec(full_lines(export_items()[:1], DYNAMODB_JSON))])
     target = table_name("no-live")
     config = import_config(tmp_path, endpoint_url, export, target,
-                           streamSource=target_block(endpoint_url, "no-such-live-table"))  # fmt: skip
+                           streamSource=side(endpoint_url, "no-such-live-table"))  # fmt: skip
 
     with pytest.raises(ConfigError) as refused:
         run_in_process(config, spark)
@@ -409,7 +356,7 @@ def test_rerun_after_a_failed_file_reads_only_the_files_not_yet_imported(s3, dyn
     with S3AccessLog(endpoint_url) as log:
         rerun = write_config(tmp_path, {  # the export read through the log; the target where it was (a savepoint's place)
             "source": export_source(log.endpoint_url, export.bucket, export.summary_key, maxMapTasks=1),
-            "target": target_block(endpoint_url, target),
+            "target": side(endpoint_url, target),
         }, name="rerun.yaml")  # fmt: skip
         summary = run_in_process(rerun, spark)
         fetched = log.reads_of(export.bucket)
@@ -431,7 +378,7 @@ def test_kill_9_mid_import_then_rerun_reads_only_the_unfinished_files(s3, dynamo
     target = table_name("killed")
     document = {
         "source": export_source(endpoint_url, export.bucket, export.summary_key, maxMapTasks=1),
-        "target": target_block(endpoint_url, target, writeThroughput=20, throughputWritePercent=0.5),
+        "target": side(endpoint_url, target, writeThroughput=20, throughputWritePercent=0.5),
     }
     job = start_job(write_config(tmp_path, document, name="first.yaml"))
     deadline = time.monotonic() + 180
@@ -460,7 +407,7 @@ def test_a_savepoint_of_another_export_is_refused(s3, dynamodb, endpoint_url, sp
     target = table_name("other-export")
     config = write_config(tmp_path, {
         "source": export_source(endpoint_url, export.bucket, export.summary_key),
-        "target": target_block(endpoint_url, target),
+        "target": side(endpoint_url, target),
         "skipFiles": ["exports/AWSDynamoDB/another/data/file.json.gz"],
     })  # fmt: skip
 
@@ -479,7 +426,7 @@ def test_manifest_that_does_not_exist_is_refused(s3, dynamodb, endpoint_url, spa
     target = table_name("no-manifest")
     config = write_config(tmp_path, {
         "source": export_source(endpoint_url, bucket, "AWSDynamoDB/0123-abc/manifest-summary.json"),
-        "target": target_block(endpoint_url, target),
+        "target": side(endpoint_url, target),
     })  # fmt: skip
 
     with pytest.raises(ExportNotFound) as refused:
@@ -496,7 +443,7 @@ def test_manifest_that_is_not_json_is_refused(s3, dynamodb, endpoint_url, table_
     target = table_name("bad-manifest")
     config = write_config(tmp_path, {
         "source": export_source(endpoint_url, bucket, "AWSDynamoDB/0123-abc/manifest-summary.json"),
-        "target": target_block(endpoint_url, target),
+        "target": side(endpoint_url, target),
     })  # fmt: skip
 
     result = run_job(config)
@@ -508,7 +455,7 @@ def test_manifest_that_is_not_json_is_refused(s3, dynamodb, endpoint_url, table_
 
 
 def test_wrong_s3_credentials_are_refused(table_name, tmp_path):
-    from emulator import EmulatorProcess, create_admin_keys
+    from testsupport.emulator import EmulatorProcess, create_admin_keys
 
     with EmulatorProcess(auth=True) as emulator:
         access_key, secret_key = create_admin_keys(emulator.endpoint_url)
@@ -523,7 +470,7 @@ def test_wrong_s3_credentials_are_refused(table_name, tmp_path):
         wrong = {"accessKey": "AKIAWRONGWRONGWRONG1", "secretKey": "wrong-secret-planted-in-config"}
         config = write_config(tmp_path, {
             "source": export_source(emulator.endpoint_url, export.bucket, export.summary_key, credentials=wrong),
-            "target": target_block(emulator.endpoint_url, target, credentials=good),
+            "target": side(emulator.endpoint_url, target, credentials=good),
         })  # fmt: skip
 
         result = run_job(config)

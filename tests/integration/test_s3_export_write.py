@@ -8,46 +8,30 @@ keys from the summary's tableCreationParameters) gives a table equal to the sour
 
 from __future__ import annotations
 
-import json
 import os
 import uuid
 from pathlib import Path
 
 import pytest
 
-from all_types import KEY_SCHEMA, all_types_items, assert_same_items
-from conftest import (
-    TEST_ACCESS_KEY,
-    TEST_REGION,
-    TEST_SECRET_KEY,
-    endpoint_block,
-    list_tables,
-    run_in_process,
-    run_job,
-    scan_all,
-    side,
-    write_config,
-)
-from faultproxy import FaultProxy
 from migrator.connection import ClientSpec
 from migrator.errors import ConfigError, ExportExists, ExportPathError, ExportUnfinished
-from migrator.export.decode import read_items, verify_md5
-from migrator.export.manifest import check_item_counts, parse_data_files, parse_summary
+from migrator.export.manifest import parse_data_files, parse_summary
 from migrator.redact import Secret
 from migrator.target.export_folder import PART_BYTES, ExportFolder, open_data_file
-from s3_exports import DYNAMODB_JSON, DataFileSpec, create_bucket, full_lines, write_export
-from test_bad_input import assert_one_clear_line
+from testsupport.all_types import KEY_SCHEMA, all_types_items, assert_same_items
+from testsupport.endpoint import TEST_ACCESS_KEY, TEST_REGION, TEST_SECRET_KEY, list_tables, scan_all, side
+from testsupport.export_writes import ATTRIBUTES, SEGMENTS, check_export, export_target, import_config
+from testsupport.faultproxy import FaultProxy
+from testsupport.jobs import assert_one_clear_line, run_in_process, run_job, write_config
+from testsupport.s3_exports import DYNAMODB_JSON, DataFileSpec, create_bucket, full_lines, write_export
 
 pytestmark = pytest.mark.integration
-
-ATTRIBUTES = [{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "sk", "AttributeType": "N"}]
-SEGMENTS = 3
-
 
 
 @pytest.fixture(scope="module")
 def all_types_table(dynamodb):
-    """A source table holding every DynamoDB type (tests/all_types.py), shared by the tests that only read it."""
+    """A source table holding every DynamoDB type (testsupport/all_types.py), shared by the tests that only read it."""
     table = f"export-src-{uuid.uuid4().hex[:8]}"
     dynamodb.create_table(TableName=table, KeySchema=KEY_SCHEMA, AttributeDefinitions=ATTRIBUTES,
                           BillingMode="PAY_PER_REQUEST")  # fmt: skip
@@ -56,28 +40,9 @@ def all_types_table(dynamodb):
     return table
 
 
-def export_target(endpoint_url: str, path: str, **extra) -> dict:
-    block = {
-        "type": "dynamodb-s3-export",
-        "path": path,
-        "region": TEST_REGION,
-        "endpoint": endpoint_block(endpoint_url),
-        "credentials": {"accessKey": TEST_ACCESS_KEY, "secretKey": TEST_SECRET_KEY},
-    }
-    block.update(extra)
-    return block
-
-
 def export_config(tmp_path: Path, endpoint_url: str, table: str, path: str, name="export.yaml", **source) -> Path:
     return write_config(tmp_path, {"source": side(endpoint_url, table, scanSegments=SEGMENTS, **source),
                                    "target": export_target(endpoint_url, path)}, name=name)  # fmt: skip
-
-
-def import_config(tmp_path: Path, endpoint_url: str, bucket: str, summary_key: str, target: str, **source) -> Path:
-    block = {"type": "dynamodb-s3-export", "bucket": bucket, "manifestKey": summary_key, "region": TEST_REGION,
-             "endpoint": endpoint_block(endpoint_url),
-             "credentials": {"accessKey": TEST_ACCESS_KEY, "secretKey": TEST_SECRET_KEY}, **source}  # fmt: skip
-    return write_config(tmp_path, {"source": block, "target": side(endpoint_url, target)}, name="import.yaml")
 
 
 def local_objects(root: Path) -> dict[str, bytes]:
@@ -89,34 +54,6 @@ def s3_objects(s3, bucket: str, prefix: str = "") -> dict[str, bytes]:
     keys = [o["Key"] for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
             for o in page.get("Contents", [])]  # fmt: skip
     return {key: s3.get_object(Bucket=bucket, Key=key)["Body"].read() for key in keys}
-
-
-def check_export(objects: dict[str, bytes], key_prefix: str, items: int) -> tuple[str, dict]:
-    """The export in `objects` (key → bytes) in AWS's layout, read with the importer's parsers; returns
-    the summary's key and the summary document."""
-    summaries = [k for k in objects if k.endswith("/manifest-summary.json")]
-    assert len(summaries) == 1, sorted(objects)
-    summary_key = summaries[0]
-    folder = summary_key.rpartition("manifest-summary.json")[0]
-    assert folder.startswith(f"{key_prefix}AWSDynamoDB/") and len(folder.split("/")[-2]) == len("01714557600000-abcdef12")
-    summary = parse_summary(objects[summary_key], summary_key)
-    files = parse_data_files(objects[folder + "manifest-files.json"])
-    check_item_counts(summary, files)
-    assert summary.item_count == items and len(files) == SEGMENTS
-    assert summary.manifest_files_s3_key == folder + "manifest-files.json"
-    assert objects[folder + "_started"] == b""
-    data_keys = {k for k in objects if k.startswith(folder + "data/")}
-    assert data_keys == {f.data_file_s3_key for f in files}
-    assert all(k.endswith(".json.gz") for k in data_keys)
-    assert set(objects) == {folder + "_started", summary_key, folder + "manifest-files.json", *data_keys}
-    for data_file in files:
-        body = objects[data_file.data_file_s3_key]
-        verify_md5(data_file, body)
-        assert len(list(read_items(data_file, body, DYNAMODB_JSON))) == data_file.item_count
-    document = json.loads(objects[summary_key])
-    assert document["tableCreationParameters"]["KeySchema"] == KEY_SCHEMA
-    assert TEST_SECRET_KEY.encode() not in b"".join(objects.values())
-    return summary_key, document
 
 
 # ---- round trips: export, import back, equal to the source ----

@@ -13,11 +13,11 @@ import boto3
 import pytest
 import yaml
 
-from all_types import assert_same_items
-from conftest import TEST_ACCESS_KEY, TEST_SECRET_KEY, put_items, run_in_process, run_job, scan_all, side, write_config
 from migrator.errors import RecordedTargetReplaced
-from sample_data import create_sample_table, make_items
-from test_bad_input import assert_one_clear_line
+from testsupport.all_types import assert_same_items
+from testsupport.endpoint import TEST_ACCESS_KEY, TEST_SECRET_KEY, put_items, scan_all, side
+from testsupport.jobs import assert_one_clear_line, run_in_process, run_job, write_config
+from testsupport.sample_data import create_sample_table, make_items
 
 pytestmark = pytest.mark.integration
 

@@ -10,33 +10,29 @@ from __future__ import annotations
 
 import os
 import signal
-from pathlib import Path
 
 import pytest
 import yaml
 
-from all_types import assert_same_items
-from conftest import (
-    REPO,
+from migrator.replicate.checkpoint import HEARTBEAT_FILE, Checkpoint
+from migrator.hadoop_files import PREVIOUS_SUFFIX
+from migrator.snapshot.savepoint_folders import HadoopFolder
+from testsupport.all_types import assert_same_items
+from testsupport.endpoint import (
     TEST_ACCESS_KEY,
     TEST_REGION,
     TEST_SECRET_KEY,
     endpoint_block,
     put_items,
-    run_in_process,
-    run_job,
     scan_all,
     side,
-    write_config,
 )
-from faultproxy import FaultProxy
-from migrator.replicate.checkpoint import HEARTBEAT_FILE, Checkpoint
-from migrator.hadoop_files import PREVIOUS_SUFFIX
-from migrator.snapshot.savepoint_folders import HadoopFolder
-from s3_exports import create_bucket
-from sample_data import create_sample_table, make_items
-from test_export_write_hadoop import hdfs_on_local_disk, hdfs_uri  # noqa: F401 (a fixture)
-from test_resume import ITEMS, SEGMENTS, scanned_segments, start_job
+from testsupport.faultproxy import FaultProxy
+from testsupport.hdfs import hdfs_uri
+from testsupport.jobs import REPO, run_in_process, run_job, start_job, write_config
+from testsupport.resume import ITEMS, SEGMENTS, scanned_segments
+from testsupport.s3_exports import create_bucket
+from testsupport.sample_data import create_sample_table, make_items
 
 pytestmark = pytest.mark.integration
 

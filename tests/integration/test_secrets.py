@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, job_env, put_items, side, write_config
-from sample_data import create_sample_table, make_items
-from test_replicate_streams import drain, wait_for_output, wait_until_converged
+from testsupport.endpoint import put_items, side
+from testsupport.jobs import REPO, drain, job_env, wait_for_output, write_config
+from testsupport.replication import wait_until_converged
+from testsupport.sample_data import create_sample_table, make_items
 
 pytestmark = pytest.mark.integration
 

@@ -19,22 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from all_types import assert_same_items, by_key
-from conftest import REPO, job_env, put_items, run_in_process, scan_all, side, write_config
-from faultproxy import FaultProxy
-from sample_data import create_sample_table, make_items
-from test_replicate_checkpoint import Changes, until_converged
-from test_replicate_streams import drain, wait_for_output, wait_until_converged
-from test_resume import (  # noqa: F401 (recording_proxy and slow_copy are fixtures)
-    ITEMS,
-    SEGMENTS,
-    copied_segments,
-    recording_proxy,
-    scanned_segments,
-    slow_copy,
-    start_job,
-    wait_for_segments,
-)
+from testsupport.all_types import assert_same_items, by_key
+from testsupport.endpoint import put_items, scan_all, side
+from testsupport.faultproxy import FaultProxy
+from testsupport.jobs import REPO, drain, job_env, run_in_process, start_job, wait_for_output, write_config
+from testsupport.replication import Changes, until_converged, wait_until_converged
+from testsupport.resume import ITEMS, SEGMENTS, copied_segments, scanned_segments, wait_for_segments
+from testsupport.sample_data import create_sample_table, make_items
 
 pytestmark = pytest.mark.integration
 

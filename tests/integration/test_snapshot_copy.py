@@ -6,11 +6,12 @@ import time
 
 import pytest
 
-from all_types import KEY_SCHEMA, all_types_items, assert_same_items
-from conftest import put_items, run_in_process, scan_all, side, table_exists, write_config
 from migrator.errors import TargetSchemaMismatch
 from migrator.items import rename_attributes
-from sample_data import create_sample_table, make_items
+from testsupport.all_types import KEY_SCHEMA, all_types_items, assert_same_items
+from testsupport.endpoint import put_items, scan_all, side, table_exists
+from testsupport.jobs import run_in_process, write_config
+from testsupport.sample_data import create_sample_table, make_items
 
 pytestmark = pytest.mark.integration
 

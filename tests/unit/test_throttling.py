@@ -16,33 +16,25 @@ from migrator.errors import ConfigError, Throttled
 from migrator.ratelimit import CapacityLimiter
 from migrator.target.writer import BatchWriter, WriteCounters
 from migrator.throttling import BACKOFF_MAX_SECONDS, LOG_INTERVAL_SECONDS, ThrottledRetry
+from testsupport.clock import FakeClock
 
 CODE = "ProvisionedThroughputExceededException"
 
 
-class Clock:
-    """A fake monotonic clock that sleeping advances."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.slept: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += seconds
-
-
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clock() -> FakeClock:
+    return FakeClock()
 
 
-def retry(clock: Clock, give_up_seconds: float = 3600.0) -> ThrottledRetry:
-    table = f"table {uuid.uuid4().hex[:8]!r}"  # a resource of its own: the log is per resource
-    return ThrottledRetry("writing to", f"target {table}", "target", give_up_seconds, clock=clock, sleep=clock.sleep)
+def fresh_resource() -> str:
+    """A resource of its own: the log is per resource."""
+    return f"target table {uuid.uuid4().hex[:8]!r}"
+
+
+def retry(clock: FakeClock, give_up_seconds: float = 3600.0, resource: str | None = None) -> ThrottledRetry:
+    return ThrottledRetry(
+        "writing to", resource or fresh_resource(), "target", give_up_seconds, clock=clock, sleep=clock.sleep
+    )
 
 
 def test_back_off_grows_then_stays_capped(clock, monkeypatch):
@@ -83,8 +75,9 @@ def test_progress_restarts_the_give_up_clock_and_the_back_off(clock, monkeypatch
 
 def test_a_line_a_minute_however_many_requests_are_throttled(clock, caplog):
     caplog.set_level(logging.WARNING, logger="migrator.throttling")
-    first = retry(clock)
-    others = [ThrottledRetry("writing to", first._resource, "target", 3600, clock=clock, sleep=lambda s: None) for _ in range(8)]
+    resource = fresh_resource()
+    first = retry(clock, resource=resource)
+    others = [ThrottledRetry("writing to", resource, "target", 3600, clock=clock, sleep=lambda s: None) for _ in range(8)]
     started = clock.now
     while clock.now - started < 5 * LOG_INTERVAL_SECONDS - 1:  # five minutes, nine throttled requests
         first.wait(CODE)
@@ -93,7 +86,7 @@ def test_a_line_a_minute_however_many_requests_are_throttled(clock, caplog):
 
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 5, lines
-    assert lines[0].startswith(f"throttled: writing to {first._resource} ({CODE}): slowing down and retrying")
+    assert lines[0].startswith(f"throttled: writing to {resource} ({CODE}): slowing down and retrying")
     assert "a first throttled answer" in lines[0]
     assert re.search(r"\(\d+ throttled answers in the last 6\ds; this request \d+s without progress\)", lines[1]), lines[1]
     assert "gives up only after 60 minutes without progress (target.throttlingGiveUpMinutes)" in lines[1]

@@ -1,6 +1,6 @@
 """The one all-types item set and the one wire-form comparison, shared by every copy test.
 
-Items come from `fixtures/all_types_items.json` (DynamoDB JSON: binary in base64) plus one
+Items come from `tests/fixtures/all_types_items.json` (DynamoDB JSON: binary in base64) plus one
 item grown to just under DynamoDB's 400 KB limit. Comparison is exact on the wire form:
 numbers compare as the strings DynamoDB returned, binary as bytes; only the order of set
 members is ignored, since DynamoDB does not keep it.
@@ -14,7 +14,7 @@ from typing import Any, Iterable
 
 from migrator.items import from_dynamodb_json, item_size_bytes
 
-FIXTURE = Path(__file__).parent / "fixtures" / "all_types_items.json"
+FIXTURE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "all_types_items.json"
 # AWS allows 400 KB (409,600 bytes); moto stops at 405,000 bytes. Stay just under 400,000 so
 # the same item is "near the limit" on every endpoint, with room for two index attributes.
 LARGE_ITEM_BYTES = 399_900

@@ -58,7 +58,7 @@ import threading
 import time
 import urllib.parse
 
-from loopback import KeepAliveHandler, LoopbackService, server_tls_context
+from testsupport.loopback import KeepAliveHandler, LoopbackService, server_tls_context
 from typing import Callable
 
 FAULTS = ("throughput", "throttling", "http500", "http503", "drop")  # transient: the default

@@ -6,7 +6,7 @@ import yaml
 
 from migrator.config import parse_config
 from migrator.connection import ClientSpec
-from migrator.replicate.apply import ApplyTask, _lookup_units, may_look_up, partition_share, replication_rates
+from migrator.replicate.apply import ApplyTask, lookup_units, may_look_up, partition_share, replication_rates
 from migrator.source.dynamodb_streams import StreamInfo
 
 
@@ -55,6 +55,6 @@ def test_each_partition_gets_its_share_of_the_partitions_running_at_once():
 
 
 def test_a_lookup_costs_what_dynamodb_reports_else_a_unit_per_started_4_kb():
-    assert _lookup_units({"ConsumedCapacity": {"TableName": "src", "CapacityUnits": 3.0}}, {"pk": {"S": "a"}}) == 3.0
-    assert _lookup_units({}, {"pk": {"S": "a"}, "blob": {"S": "x" * 5000}}) == 2.0
-    assert _lookup_units({}, None) == 1.0  # a missing item still costs a strongly consistent read
+    assert lookup_units({"ConsumedCapacity": {"TableName": "src", "CapacityUnits": 3.0}}, {"pk": {"S": "a"}}) == 3.0
+    assert lookup_units({}, {"pk": {"S": "a"}, "blob": {"S": "x" * 5000}}) == 2.0
+    assert lookup_units({}, None) == 1.0  # a missing item still costs a strongly consistent read

@@ -12,9 +12,9 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError, ConnectionClosedError
 
-# scripts/ and tests/ are on sys.path via pyproject.toml's pytest "pythonpath".
-from emulator import EmulatorProcess, create_admin_keys, free_port, is_answering
-from faultproxy import FaultProxy
+# testsupport is importable: pyproject.toml's pytest "pythonpath" is the checkout's root.
+from testsupport.emulator import EmulatorProcess, create_admin_keys, free_port, is_answering
+from testsupport.faultproxy import FaultProxy
 
 # In botocore, retries={"max_attempts": N} means N *retries* (N + 1 attempts);
 # "total_max_attempts": 1 is what really means a single attempt.
@@ -243,7 +243,7 @@ def test_proxy_reuses_connections_and_stops_with_clients_connected(emulator, tab
 
 def test_concurrent_puts_under_one_new_partition_key_all_land():
     """moto alone can lose one of two concurrent inserts under the same new partition key
-    (scripts/moto_table_lock.py); the emulator must not."""
+    (testsupport/moto_table_lock.py); the emulator must not."""
     from concurrent.futures import ThreadPoolExecutor
 
     with EmulatorProcess() as emulator:
@@ -271,7 +271,7 @@ def test_concurrent_puts_under_one_new_partition_key_all_land():
 
 
 def test_a_stream_disabled_records_nothing_and_enabled_again_is_a_new_stream(emulator, table):
-    """As on DynamoDB (scripts/moto_stream_reenable.py): writes go on while the stream is off,
+    """As on DynamoDB (testsupport/moto_stream_reenable.py): writes go on while the stream is off,
     and enabling it again gives a new stream ARN whose shard holds only later changes."""
     client = ddb_client(emulator.endpoint_url)
     on = {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}

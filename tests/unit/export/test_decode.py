@@ -20,13 +20,13 @@ import pickle
 
 import pytest
 
-from all_types import all_types_items
 from migrator.export import ion_text
 from migrator.export.decode import md5_base64, read_incremental_records, read_items, verify_md5
 from migrator.export.errors import ExportFileError
 from migrator.export.incremental import IncrementalRecord
 from migrator.export.manifest import DYNAMODB_JSON, ION, DataFile
 from migrator.items import to_dynamodb_json
+from testsupport.all_types import all_types_items
 
 KEY = "exports/AWSDynamoDB/01700000000000-abcdef12/data/abcdefghijklmnopqrstuvwxyz.json.gz"
 

@@ -14,7 +14,7 @@ from migrator.export.plan import plan_import
 from migrator.snapshot.export_copy import FILE, RECORD, FileTask, TargetWrites, file_failed, is_file_outcome, is_record, names_its_file
 from migrator.snapshot.outcomes import FileOutcome
 from migrator.task_boundary import errors_returned
-from migrator.snapshot.export_import import _exported_table, _raise_first_failure, imported_files
+from migrator.snapshot.export_import import exported_table, imported_files, raise_first_failure
 from migrator.snapshot.progress import ImportSummary
 from migrator.connection import ClientSpec
 from migrator.snapshot.savepoints import ImportProgress
@@ -100,13 +100,13 @@ def test_the_first_damaged_file_in_manifest_order_stops_the_import():
     outcomes = [FileOutcome("c", error=ExportFileError("c", "bad")), FileOutcome("a"),
                 FileOutcome("b", error=ExportFileError("b", "worse"))]  # fmt: skip
     with pytest.raises(ExportFileError) as stopped:
-        _raise_first_failure(tasks, outcomes)
+        raise_first_failure(tasks, outcomes)
     assert stopped.value.file_key == "b"
 
 
 def test_a_file_without_an_outcome_is_never_taken_as_read():
     with pytest.raises(ImportFileFailed) as stopped:
-        _raise_first_failure([task("a", 1), task("b", 2)], [FileOutcome("a")])
+        raise_first_failure([task("a", 1), task("b", 2)], [FileOutcome("a")])
     assert str(stopped.value) == "importing export data file b (2 of 3): no outcome came back from Spark"
 
 
@@ -142,7 +142,7 @@ def test_the_target_is_created_from_the_table_description_with_renames():
         "renames: [{from: id, to: key}]\n"
     ).config
 
-    exported, ttl = _exported_table(config, manifests())
+    exported, ttl = exported_table(config, manifests())
     request = creation_request(exported, "Copy", config.rename_map, config.target.billing_mode)
 
     assert exported.name == "Orders" and ttl is None  # the table the export's ARN names

@@ -22,7 +22,7 @@ from migrator.stream.kinesis_records import (
 )
 from migrator.stream.records import DELETE, PUT
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FIXTURES = ROOT / "tests" / "fixtures" / "kinesis_records"
 KEY_NAMES = ("pk", "sk")
 SEQUENCE = "49656870921418592394712834556148452107356218914541518850"

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Iterable
 
-from faultproxy import FaultProxy
+from testsupport.faultproxy import FaultProxy
 from migrator.export.ion_text import dynamodb_number
 
 DYNAMODB_JSON = "DYNAMODB_JSON"

@@ -18,7 +18,7 @@ from migrator.stream.records import (
     stream_record_from_json,
 )
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "stream_records"
+FIXTURES = Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "stream_records"
 KEY_NAMES = ("pk", "sk")
 
 

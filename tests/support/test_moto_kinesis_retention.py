@@ -1,4 +1,4 @@
-"""scripts/moto_kinesis_retention.py over HTTP: trimming a shard as the retention would, and
+"""testsupport/moto_kinesis_retention.py over HTTP: trimming a shard as the retention would, and
 MillisBehindLatest as AWS reports it. Always the project's emulator (the action is its own)."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import boto3
 import pytest
 
-from emulator import EmulatorProcess
-from moto_kinesis_retention import trim_shard
+from testsupport.emulator import EmulatorProcess
+from testsupport.moto_kinesis_retention import trim_shard
 
 KEYS = {"region_name": "us-east-1", "aws_access_key_id": "test", "aws_secret_access_key": "test"}
 

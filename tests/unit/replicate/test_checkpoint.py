@@ -63,6 +63,10 @@ def test_a_file_in_the_way_is_refused(tmp_path):
     assert "checkpointLocation" in str(refused.value) and "not a directory" in str(refused.value)
 
 
-def test_remote_locations_are_left_to_hadoop():
-    check_writable("s3a://bucket/prefix/cp")
-    check_writable("hdfs://namenode/cp")
+def test_remote_locations_are_left_to_hadoop(tmp_path, monkeypatch):
+    # Read as local paths, the URIs would lead to these files and be refused as "not a directory".
+    monkeypatch.chdir(tmp_path)
+    for scheme in ("s3a:", "hdfs:"):
+        (tmp_path / scheme).write_text("x")
+    assert check_writable("s3a://bucket/prefix/cp") is None
+    assert check_writable("hdfs://namenode/cp") is None

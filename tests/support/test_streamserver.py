@@ -13,7 +13,7 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError, ConnectionClosedError
 
-from streamserver import ScriptedStreamServer, make_shard_id
+from testsupport.streamserver import ScriptedStreamServer, make_shard_id
 
 REGION = "us-east-1"
 # "total_max_attempts": 1 is a single attempt (botocore's "max_attempts" counts retries).

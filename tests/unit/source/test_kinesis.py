@@ -168,7 +168,9 @@ def test_records_trimmed_past_the_position_stop_with_the_shard_and_the_retention
 @pytest.mark.parametrize("oldest", [99, 100], ids=["before", "at"])
 def test_a_position_still_kept_passes(oldest):
     client = ScriptedKinesis([{"Records": [record(oldest)], "NextShardIterator": "next"}])
-    kinesis.check_retained(client, ARN, "shard-0", "100", 24)
+    assert kinesis.check_retained(client, ARN, "shard-0", "100", 24) is None
+    iterator = client.calls[0][1]
+    assert iterator["ShardIteratorType"] == "TRIM_HORIZON" and client.calls[1][1]["Limit"] == 1
 
 
 def test_a_shard_that_holds_nothing_any_more_was_trimmed_past_the_position():

@@ -74,7 +74,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from loopback import KeepAliveHandler, LoopbackService
+from testsupport.loopback import KeepAliveHandler, LoopbackService
 
 OPERATIONS = ("ListStreams", "DescribeStream", "GetShardIterator", "GetRecords")
 TARGET_PREFIX = "DynamoDBStreams_20120810."
@@ -202,6 +202,7 @@ class ScriptedStreamServer(LoopbackService):
         self._faults: dict[str | None, collections.deque[_Fault]] = collections.defaultdict(collections.deque)
         self._reads: dict[str, collections.deque[float]] = collections.defaultdict(collections.deque)
         self._hooks: list[Callable[[str, dict], None]] = []
+        self._answer_hooks: list[Callable[[str, dict, dict], None]] = []
         self._unlisted: collections.Counter[str] = collections.Counter()  # shard -> listings left out of
         self.errors: list[Exception] = []  # unexpected exceptions (hooks, bugs), answered with HTTP 500
         self._calls: list[tuple[str, dict]] = []
@@ -362,6 +363,11 @@ class ScriptedStreamServer(LoopbackService):
         with self._lock:
             self._hooks.append(hook)
 
+    def add_answer_hook(self, hook: Callable[[str, dict, dict], None]) -> None:
+        """hook(operation, request, answer) runs on each answer served, faults excepted, before it is sent."""
+        with self._lock:
+            self._answer_hooks.append(hook)
+
     # -- observability ------------------------------------------------------
 
     @property
@@ -463,7 +469,10 @@ class ScriptedStreamServer(LoopbackService):
                     return None
                 if fault is not None:
                     raise StreamApiError(fault, f"injected fault: {fault}")
-                return 200, getattr(self, "_op_" + operation)(request)
+                answer = getattr(self, "_op_" + operation)(request)
+                for answer_hook in self._answer_hooks:
+                    answer_hook(operation, request, answer)
+                return 200, answer
         except StreamApiError as error:
             return self._error(error)
         except Exception as error:  # a hook's or the server's own bug: say so, keep serving
@@ -484,7 +493,7 @@ class ScriptedStreamServer(LoopbackService):
             shard_id = request.get("ShardId")
         elif operation == "GetRecords":
             try:
-                shard_id, _, _, serial, _ = self._decode_iterator(request.get("ShardIterator"))
+                shard_id, _, _, serial, _ = self.decode_iterator(request.get("ShardIterator"))
             except StreamApiError:
                 pass
         for queue in (self._faults.get(operation), self._faults.get(None)):
@@ -614,7 +623,7 @@ class ScriptedStreamServer(LoopbackService):
         return {"ShardIterator": self._issue_iterator(shard.shard_id, position)}
 
     def _op_GetRecords(self, request: dict) -> dict:
-        shard_id, position, issued_at, serial, arn = self._decode_iterator(request.get("ShardIterator"))
+        shard_id, position, issued_at, serial, arn = self.decode_iterator(request.get("ShardIterator"))
         limit = self._limit(request, 1000, 1000)
         if arn != self.stream_arn:
             raise StreamApiError("ResourceNotFoundException", f"Requested resource not found: Stream: {arn}")
@@ -657,8 +666,8 @@ class ScriptedStreamServer(LoopbackService):
         encoded = base64.urlsafe_b64encode(json.dumps(payload, separators=(",", ":")).encode())
         return _ITERATOR_PREFIX + encoded.decode().rstrip("=")
 
-    def _decode_iterator(self, iterator: Any) -> tuple[str, int, float, int, str]:
-        """(shard, position, issue time, serial, stream ARN)."""
+    def decode_iterator(self, iterator: Any) -> tuple[str, int, float, int, str]:
+        """(shard, position, issue time, serial, stream ARN) of an iterator this server issued; tests read it too."""
         try:
             if not isinstance(iterator, str) or not iterator.startswith(_ITERATOR_PREFIX):
                 raise ValueError

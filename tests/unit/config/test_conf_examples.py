@@ -8,7 +8,7 @@ import pytest
 
 from migrator.config import load_config
 
-CONF = Path(__file__).resolve().parents[2] / "conf"
+CONF = Path(__file__).resolve().parents[3] / "conf"
 EXAMPLES = sorted(CONF.glob("*.yaml"))
 ENVIRONMENT = {
     "EMULATOR_PORT": "8000",

@@ -1,7 +1,7 @@
 """The emulator's Kinesis extensions, over HTTP with boto3, against the formats AWS documents.
 
-scripts/moto_kinesis_destination.py: DynamoDB's Kinesis streaming destination (enable,
-describe, disable, one record per item change). scripts/moto_kinesis_resharding.py: puts
+testsupport/moto_kinesis_destination.py: DynamoDB's Kinesis streaming destination (enable,
+describe, disable, one record per item change). testsupport/moto_kinesis_resharding.py: puts
 routed to open shards after a split or merge, parents keeping their records, and the end of
 a closed shard. These test the moto extensions themselves, so they always start the project's
 emulator, never an endpoint from AWS_ENDPOINT_URL.
@@ -18,9 +18,9 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from emulator import EmulatorProcess
 from migrator.stream.kinesis_records import from_kinesis_record
 from migrator.stream.records import DELETE, PUT
+from testsupport.emulator import EmulatorProcess
 
 REGION = "us-east-1"
 KEYS = {"region_name": REGION, "aws_access_key_id": "test", "aws_secret_access_key": "test"}
@@ -313,7 +313,7 @@ def test_changes_spread_over_shards_by_item_and_stay_in_order_per_item(dynamodb,
             assert versions in ([], ["0", "1", "2"])
 
 
-# ---- resharding (scripts/moto_kinesis_resharding.py) ----
+# ---- resharding (testsupport/moto_kinesis_resharding.py) ----
 
 
 def put(kinesis, stream_arn: str, key: str, explicit_hash_key: str | None = None) -> str:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import time
 
-from all_types import FIXTURE, all_types_items
+from testsupport.all_types import FIXTURE, all_types_items
 from migrator.errors import CheckpointError, MigratorError
 from migrator.items import key_of, to_dynamodb_json
 from migrator.replicate.apply import ApplyOutcome
-from migrator.replicate.datasource import _change_row, _skipped_row, change_of, skipped_of
-from migrator.replicate.query import _iterator_age, _query_error
+from migrator.replicate.datasource import change_row, skipped_row, change_of, skipped_of
+from migrator.replicate.query import iterator_age, query_error
 from migrator.stream.kinesis_records import OTHER_TABLE, SkippedRecord
 from migrator.stream.records import PUT, ChangeRecord
 
@@ -34,14 +34,14 @@ class _SparkError(Exception):
 
 def test_our_error_in_a_python_worker_becomes_one_line():
     text = PYTHON_WORKER_FAILURE.format(name="AwsRequestFailed", message="reading stream shard s-1: ValidationException: bad")
-    error = _query_error(_SparkError(text))
+    error = query_error(_SparkError(text))
     assert type(error) is MigratorError
     assert str(error) == "replicating changes failed: reading stream shard s-1: ValidationException: bad"
 
 
 def test_a_checkpoint_error_keeps_its_class_and_message_for_invalid_checkpoint_behavior():
     original = CheckpointError("records of shard s-1 were trimmed", "/cp")
-    error = _query_error(_SparkError(PYTHON_WORKER_FAILURE.format(name="CheckpointError", message=str(original))))
+    error = query_error(_SparkError(PYTHON_WORKER_FAILURE.format(name="CheckpointError", message=str(original))))
     assert isinstance(error, CheckpointError)
     assert str(error) == str(original)
 
@@ -50,11 +50,11 @@ def test_the_last_of_our_errors_wins_over_chained_ones():
     text = PYTHON_WORKER_FAILURE.format(name="TransientAwsError", message="first") + PYTHON_WORKER_FAILURE.format(
         name="SegmentFailed", message="second"
     )
-    assert str(_query_error(_SparkError(text))).endswith(": second")
+    assert str(query_error(_SparkError(text))).endswith(": second")
 
 
 def test_other_failures_give_their_first_error_line():
-    error = _query_error(Exception("An error occurred\njava.lang.IllegalStateException: boom\nError: the cause"))
+    error = query_error(Exception("An error occurred\njava.lang.IllegalStateException: boom\nError: the cause"))
     assert str(error) == "replicating changes failed: Error: the cause"
 
 
@@ -64,24 +64,24 @@ def test_iterator_age_is_the_shard_furthest_behind():
         ApplyOutcome(newest_by_shard=(("a", now - 10), ("b", now - 100))),
         ApplyOutcome(newest_by_shard=(("b", now - 5),)),  # b's newest record, from another partition
     ]
-    assert 9 <= _iterator_age(outcomes) <= 11
+    assert 9 <= iterator_age(outcomes) <= 11
 
 
 def test_no_records_no_iterator_age():
-    assert _iterator_age([ApplyOutcome()]) is None
+    assert iterator_age([ApplyOutcome()]) is None
 
 
 def test_caught_up_is_a_trigger_that_found_nothing_new_never_the_start():
-    from migrator.replicate.query import _caught_up
+    from migrator.replicate.query import caught_up
 
     def status(message, data=False, active=False):
         return {"message": message, "isDataAvailable": data, "isTriggerActive": active}
 
-    assert _caught_up(status("Waiting for data to arrive", active=True))
-    assert _caught_up(status("Waiting for next trigger"))  # between triggers, the last one had no data
-    assert not _caught_up(status("Waiting for next trigger", data=True))  # the last one applied a batch
-    assert not _caught_up(status("Initializing sources"))  # before the first trigger
-    assert not _caught_up(status("Getting offsets from dynamodb_changes", active=True))
+    assert caught_up(status("Waiting for data to arrive", active=True))
+    assert caught_up(status("Waiting for next trigger"))  # between triggers, the last one had no data
+    assert not caught_up(status("Waiting for next trigger", data=True))  # the last one applied a batch
+    assert not caught_up(status("Initializing sources"))  # before the first trigger
+    assert not caught_up(status("Getting offsets from dynamodb_changes", active=True))
 
 
 def test_a_change_crosses_the_row_between_reader_and_apply_unchanged():
@@ -95,11 +95,11 @@ def test_a_change_crosses_the_row_between_reader_and_apply_unchanged():
             sequence_number="49590338271490256608559692538361571095921575989136588898", created_at=1.5,
             order=(1_700_000_000_000_000, 2, 49590338271490256608559692538361571095921575989136588898),
         )  # fmt: skip
-        row = _change_row(change)
+        row = change_row(change)
         back = change_of({"change": bytearray(row[0]), "skipped": row[1]})
         assert back == change and back.order == change.order and back.new_image == item
         assert to_dynamodb_json(back.new_image) == document
 
-    skipped = _skipped_row(SkippedRecord("Kinesis record 7 of shard s: a change of table 'other'", OTHER_TABLE))
+    skipped = skipped_row(SkippedRecord("Kinesis record 7 of shard s: a change of table 'other'", OTHER_TABLE))
     row = {"change": skipped[0], "skipped": skipped[1]}
     assert change_of(row) is None and skipped_of(row).startswith(f"{OTHER_TABLE}: Kinesis record 7")

@@ -1,0 +1,114 @@
+"""Running the migrator as a test does: config files, in process on a Spark session, as a process or
+under spark-submit, and reading what such a process prints."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def write_config(directory: Path, document: dict[str, Any], name: str = "config.yaml") -> Path:
+    document.setdefault("savepoints", {"path": str(directory / "savepoints")})
+    path = directory / name
+    path.write_text(yaml.safe_dump(document, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+def run_in_process(config_path: Path, spark_session):
+    """Run a snapshot migration on the shared Spark session; returns its summary."""
+    from migrator.config import load_config
+    from migrator.run import migrate
+
+    return migrate(load_config(str(config_path)), lambda: spark_session).snapshot
+
+
+def run_job(config_path: Path, *, spark_submit: bool = False, master: str = "local[2]", env=None, timeout=600):
+    """Run jobs/migrate.py as a user would, as a separate process; returns CompletedProcess."""
+    if spark_submit:
+        command = [str(Path(sys.executable).parent / "spark-submit"), "--master", master]
+        command += ["--driver-java-options", f"-Dlog4j2.configurationFile={REPO / 'conf' / 'log4j2.properties'}"]
+    else:
+        command = [sys.executable]
+    command += [str(REPO / "jobs" / "migrate.py"), "--config", str(config_path)]
+    return subprocess.run(
+        command,
+        cwd=REPO,
+        env=job_env(env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def job_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["PYSPARK_PYTHON"] = sys.executable
+    env.update(extra or {})
+    return env
+
+
+def assert_one_clear_line(result, texts: list[str]) -> None:
+    """Exactly one `error:` line with every text, and no traceback.
+
+    Under spark-submit the Python driver's stderr arrives on the JVM's stdout, so both count.
+    """
+    output = result.stdout + result.stderr
+    errors = [line for line in output.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1, output
+    for text in texts:
+        assert text in errors[0], f"{text!r} not in {errors[0]!r}"
+    assert "Traceback" not in output
+
+
+def start_job(config: Path) -> subprocess.Popen:
+    command = [
+        str(Path(sys.executable).parent / "spark-submit"),
+        "--master",
+        "local[2]",
+        "--driver-java-options",
+        f"-Dlog4j2.configurationFile={REPO / 'conf' / 'log4j2.properties'}",
+        str(REPO / "jobs" / "migrate.py"),
+        "--config",
+        str(config),
+    ]
+    return subprocess.Popen(
+        command,
+        cwd=REPO,
+        env=job_env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # its own process group: signals reach JVM and Python
+    )
+
+
+def wait_for_output(job: subprocess.Popen, text: str, lines: list[str], timeout: float = 180) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = job.stdout.readline()
+        if line:
+            lines.append(line)
+            if text in line:
+                return
+        elif job.poll() is not None:
+            break
+    raise AssertionError(f"{text!r} never appeared:\n{''.join(lines[-60:])}")
+
+
+def drain(job: subprocess.Popen, lines: list[str]) -> threading.Thread:
+    reader = threading.Thread(target=lambda: lines.extend(job.stdout), daemon=True)
+    reader.start()
+    return reader
