@@ -37,7 +37,7 @@ KNOW_NO_TASK = {"migrator.snapshot.progress", "migrator.snapshot.runner", "migra
 
 # Imported in a fresh interpreter: none of these may load pyspark, py4j, boto3 or botocore.
 PURE = [
-    "migrator.config", "migrator.errors", "migrator.redact", "migrator.items", "migrator.plan", "migrator.ratelimit",
+    "migrator.config", "migrator.errors", "migrator.redact", "migrator.connection", "migrator.items", "migrator.plan", "migrator.ratelimit",
     "migrator.metrics", "migrator.export", "migrator.stream", "migrator.snapshot.outcomes", "migrator.snapshot.savepoints",
 ]  # fmt: skip
 
