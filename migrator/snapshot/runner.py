@@ -11,6 +11,7 @@ the unit in the Spark UI.
 from __future__ import annotations
 
 import logging
+import re
 import signal
 import threading
 from contextlib import contextmanager
@@ -97,6 +98,19 @@ def cancel_jobs(spark: SparkSession) -> None:
         spark.sparkContext.cancelAllJobs()
     except Py4JError:
         log.debug("could not cancel Spark jobs: the JVM is shutting down")
+
+
+# The last line of a Python traceback that ended in one of our errors: the message after the class.
+_OUR_ERROR_LINE = re.compile(r"^migrator\.errors\.\w+: (.+)$", re.MULTILINE)
+
+
+def failed_job_cause(exc: Py4JError) -> str:
+    """The cause of a failed Spark job in one line: the migrator's own error when the trace holds one
+    (an error raised inside a task reaches the driver only as the text of its traceback)."""
+    text = str(exc)
+    ours = _OUR_ERROR_LINE.findall(text)
+    cause = ours[-1].strip() if ours else (text.strip().splitlines() or [type(exc).__name__])[0]
+    return cause[:400]
 
 
 def _run_unit(
