@@ -1,0 +1,188 @@
+"""The validator end to end: `spark-submit jobs/validate.py` on the emulator, over HTTP.
+
+One pair of tables holds a difference of every kind, planted by hand: each attribute type
+changed, an attribute on one side only, items missing and extra, a renamed attribute that
+differs, expired source items (one of them still in the target). The report must name each
+exactly; each repair option then fixes its kind, and a last validation exits 0.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from all_types import KEY_SCHEMA, all_types_items, assert_same_items
+from conftest import put_items, run_job, scan_all, side, write_config
+from migrator.items import rename_attributes
+
+pytestmark = pytest.mark.integration
+
+RENAMES = {"ключ": "key"}  # the all-types unicode item carries "ключ"; the target calls it "key"
+NOW = int(time.time())
+EXPIRED = {"N": str(NOW - 3600)}
+
+
+def create_table(client, table: str) -> None:
+    client.create_table(
+        TableName=table,
+        KeySchema=KEY_SCHEMA,
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "sk", "AttributeType": "N"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+
+
+def key(pk: str, sk: int = 1) -> dict:
+    return {"pk": {"S": pk}, "sk": {"N": str(sk)}}
+
+
+# Each type in the source, and a different value of it (or of another type) in the target.
+TYPES_SOURCE = {
+    "s": {"S": "text"}, "n": {"N": "12345678901234567890123456789012345678"}, "b": {"B": b"\x00\x01"},
+    "bool": {"BOOL": True}, "null": {"NULL": True}, "ss": {"SS": ["a", "b"]}, "ns": {"NS": ["1", "2.5"]},
+    "bs": {"BS": [b"\x01", b"\x02"]}, "l": {"L": [{"N": "1"}, {"S": "x"}]}, "m": {"M": {"k": {"N": "1"}}},
+    "same_n": {"N": "1.5"},
+}  # fmt: skip
+TYPES_TARGET = {
+    "s": {"S": "Text"}, "n": {"N": "12345678901234567890123456789012345679"}, "b": {"B": b"\x00\x02"},
+    "bool": {"BOOL": False}, "null": {"BOOL": True}, "ss": {"SS": ["a", "c"]}, "ns": {"NS": ["1", "2.6"]},
+    "bs": {"BS": [b"\x01"]}, "l": {"L": [{"S": "x"}, {"N": "1"}]}, "m": {"M": {"k": {"N": "2"}}},
+    "same_n": {"N": "1.50"},
+}  # fmt: skip
+
+
+def plant(client, source: str, target: str) -> list[dict]:
+    """Fill both tables; returns the source's items the migration would copy (live ones), as the target names them."""
+    create_table(client, source)
+    create_table(client, target)
+    client.update_time_to_live(TableName=source, TimeToLiveSpecification={"Enabled": True, "AttributeName": "expires"})
+    equal = all_types_items()  # six items, every type, the 38-digit numbers and the ~400 KB item
+    differing = [
+        dict(key("d-types"), **TYPES_SOURCE),
+        dict(key("d-only-in-source"), a={"S": "x"}, gone={"N": "1"}),
+        dict(key("d-only-in-target"), a={"S": "x"}),
+        dict(key("d-renamed"), ключ={"S": "old"}),
+    ]
+    missing = [dict(key("m-1"), a={"S": "x"}), dict(key("m-2", 2), a={"S": "y"})]
+    expired = [dict(key("x-gone"), expires=EXPIRED), dict(key("x-still-in-target"), expires=EXPIRED)]
+    put_items(client, source, equal + differing + missing + expired)
+    copied = [rename_attributes(item, RENAMES) for item in equal]
+    planted = [
+        dict(key("d-types"), **TYPES_TARGET),
+        dict(key("d-only-in-source"), a={"S": "x"}),
+        dict(key("d-only-in-target"), a={"S": "x"}, new={"BOOL": True}),
+        dict(key("d-renamed"), key={"S": "new"}),
+    ]
+    extra = [dict(key("e-1"), a={"S": "z"})]
+    put_items(client, target, copied + planted + extra + [expired[1]])
+    return [rename_attributes(item, RENAMES) for item in equal + differing + missing]
+
+
+EXPECTED_SAMPLES = [
+    {"kind": "different", "key": key("d-only-in-source"), "attributes": ["gone"]},
+    {"kind": "different", "key": key("d-only-in-target"), "attributes": ["new"]},
+    {"kind": "different", "key": key("d-renamed"), "attributes": ["key"]},
+    {"kind": "different", "key": key("d-types"), "attributes": ["b", "bool", "bs", "l", "m", "n", "ns", "null", "s", "ss"]},
+    {"kind": "extra", "key": key("e-1"), "attributes": []},
+    {"kind": "missing", "key": key("m-1"), "attributes": []},
+    {"kind": "missing", "key": key("m-2", 2), "attributes": []},
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def planted(dynamodb, endpoint_url):
+    """One planted pair for the module: (source, target, the live source items as the target names them)."""
+    stamp = str(NOW)[-6:]
+    source, target = f"val-src-{stamp}", f"val-dst-{stamp}"
+    live = plant(dynamodb, source, target)
+    return source, target, live
+
+
+def validate(endpoint_url: str, tmp_path: Path, source: str, target: str, name: str, **validation):
+    """Run jobs/validate.py under spark-submit; (exit code, report, output)."""
+    document = {
+        "source": side(endpoint_url, source, scanSegments=3),
+        "target": side(endpoint_url, target),
+        "renames": [{"from": k, "to": v} for k, v in RENAMES.items()],
+        "validation": validation,
+    }
+    config = write_config(tmp_path, document, name=f"{name}.yaml")
+    report = tmp_path / f"{name}.json"
+    result = run_job(config, spark_submit=True, job="validate.py", args=("--report", str(report)))
+    output = result.stdout + result.stderr
+    assert "Traceback" not in output, output
+    return result.returncode, json.loads(report.read_text()) if report.exists() else None, result.stdout
+
+
+def test_planted_differences_are_reported_exactly(endpoint_url, planted, tmp_path):
+    source, target, _ = planted
+
+    code, report, stdout = validate(endpoint_url, tmp_path, source, target, "plain")
+
+    assert code == 1, stdout
+    assert report == {
+        "sourceItems": 14, "targetItems": 12, "equal": 6, "missing": 2, "extra": 1, "different": 4,
+        "skippedExpired": 2, "samples": EXPECTED_SAMPLES, "repaired": {"missing": 0, "different": 0, "extra": 0},
+    }  # fmt: skip
+    assert f"validation {source} → {target}: 7 differences remain" in stdout
+    assert "14 in the source, 12 in the target" in stdout
+    assert "equal 6, missing 2, extra 1, different 4, skipped as expired 2" in stdout
+
+
+def test_each_repair_fixes_its_kind_then_the_tables_are_equal(dynamodb, endpoint_url, tmp_path):
+    stamp = str(time.time_ns())[-8:]
+    source, target = f"val-rep-src-{stamp}", f"val-rep-dst-{stamp}"
+    live = plant(dynamodb, source, target)
+    zero = {"missing": 0, "different": 0, "extra": 0}
+
+    code, report, _ = validate(endpoint_url, tmp_path, source, target, "copy", copyMissingRows=True)
+    assert (code, report["missing"], report["repaired"]) == (1, 2, dict(zero, missing=2))
+
+    code, report, _ = validate(endpoint_url, tmp_path, source, target, "repair", repairDifferences=True)
+    assert (code, report["missing"], report["different"], report["repaired"]) == (1, 0, 4, dict(zero, different=4))
+
+    code, report, _ = validate(endpoint_url, tmp_path, source, target, "delete", deleteExtraRows=True)
+    assert (code, report["extra"], report["repaired"]) == (0, 1, dict(zero, extra=1))
+
+    # The target now holds the live source items exactly, plus the expired one it already had.
+    expired_copy = dict(key("x-still-in-target"), expires=EXPIRED)
+    assert_same_items(live + [expired_copy], scan_all(dynamodb, target))
+    code, report, stdout = validate(endpoint_url, tmp_path, source, target, "again")
+    assert code == 0, stdout
+    assert (report["equal"], report["samples"], report["targetItems"]) == (12, [], 13)
+    assert f"validation {source} → {target}: equal" in stdout
+
+
+def one_error_line(result) -> str:
+    """The run's one `error:` line, with no traceback."""
+    output = result.stdout + result.stderr
+    errors = [line for line in output.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "Traceback" not in output, output
+    return errors[0]
+
+
+def test_a_target_table_that_does_not_exist_is_bad_input(endpoint_url, planted, tmp_path):
+    source, _, _ = planted
+    config = write_config(tmp_path, {"source": side(endpoint_url, source), "target": side(endpoint_url, "val-no-such")})
+    report = tmp_path / "report.json"
+
+    result = run_job(config, job="validate.py", args=("--report", str(report)))
+
+    assert result.returncode == 2
+    line = one_error_line(result)
+    assert "target table 'val-no-such' does not exist" in line and "check target.table" in line
+    assert not report.exists()
+
+
+def test_a_report_path_that_cannot_be_written_is_bad_input(endpoint_url, planted, tmp_path):
+    source, target, _ = planted
+    config = write_config(tmp_path, {"source": side(endpoint_url, source), "target": side(endpoint_url, target)})
+    report = tmp_path / "no-such-folder" / "report.json"
+
+    result = run_job(config, job="validate.py", args=("--report", str(report)))
+
+    assert result.returncode == 2
+    assert f"cannot write the validation report to {report}" in one_error_line(result)
+    assert not report.parent.exists()
