@@ -769,6 +769,9 @@ class Validation(_Model):
     copy_missing_rows: bool = False
     repair_differences: bool = False
     delete_extra_rows: bool = False
+    # Keys that differ in the scans are read again after this delay, strongly consistent on both
+    # sides, and count only if they still differ: changes in flight (replication) settle meanwhile.
+    recheck_seconds: float = Field(default=5.0, ge=0)
 
 
 class MigratorConfig(_Model):

@@ -22,7 +22,6 @@ from migrator.errors import TargetTableNotFound, UnsupportedFeature, ValidationF
 from migrator.plan import SnapshotPlan, planned_units
 from migrator.snapshot.runner import cancel_jobs, failed_job_cause, plain_ctrl_c
 from migrator.snapshot.table_copy import TableCopyPreflight, plan_copy, preflight
-from migrator.target.tables import TableInfo
 from migrator.validate.matching import KeyCheck, SideScan, check_keys, scan_side
 from migrator.validate.report import Tally, ValidationSummary, check_report_path, write_report
 
@@ -72,7 +71,7 @@ def _checks(config: MigratorConfig) -> TableCopyPreflight:
 def _run(spark: SparkSession, config: MigratorConfig, plan: SnapshotPlan, checks: TableCopyPreflight) -> Tally:
     options = config.validation or Validation()
     source_scan, target_scan = _scans(config, plan, checks)
-    check = _key_check(config, options, plan, checks.target)
+    check = _key_check(options, config, plan, source_scan, target_scan)
     sc = spark.sparkContext
     sc.setJobDescription(f"validate {config.source.table} against {config.target.table}")
     segments = list(range(plan.total_segments))
@@ -121,11 +120,13 @@ def _scans(config: MigratorConfig, plan: SnapshotPlan, checks: TableCopyPrefligh
     return source, target
 
 
-def _key_check(config: MigratorConfig, options: Validation, plan: SnapshotPlan, target: TableInfo) -> KeyCheck:
+def _key_check(
+    options: Validation, config: MigratorConfig, plan: SnapshotPlan, source: SideScan, target: SideScan
+) -> KeyCheck:
     return KeyCheck(
-        target=config.target.client_spec("target"), target_table=config.target.table, key_names=target.key_names,
-        tolerance=options.floating_point_tolerance, failures_to_fetch=options.failures_to_fetch,
+        source=source, target=target, tolerance=options.floating_point_tolerance,
+        failures_to_fetch=options.failures_to_fetch, recheck_seconds=options.recheck_seconds,
         copy_missing=options.copy_missing_rows, repair_differences=options.repair_differences,
         delete_extra=options.delete_extra_rows, batch_size=config.target.batch_size,
-        write_units_per_second=plan.write_units_per_task, report_capacity=not config.target.strips_consumed_capacity,
+        write_units_per_second=plan.write_units_per_task,
     )  # fmt: skip

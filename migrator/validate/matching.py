@@ -17,7 +17,7 @@ from migrator.connection import ClientSpec
 from migrator.items import Item, is_expired, rename_attributes
 from migrator.ratelimit import CapacityLimiter
 from migrator.snapshot.prune import canonical_key
-from migrator.source.scan import ScanCounters, scan_segment
+from migrator.source.scan import ScanCounters, read_item, scan_segment
 from migrator.target.pipeline import PipelinedWriter
 from migrator.task_boundary import errors_returned
 from migrator.validate.compare import differing_attributes
@@ -45,29 +45,31 @@ class SideScan:
 
 @dataclass(frozen=True)
 class KeyCheck:
-    """How to judge and repair the keys of one partition of the join."""
+    """How to judge, recheck and repair the keys of one partition of the join."""
 
-    target: ClientSpec
-    target_table: str
-    key_names: tuple[str, ...]  # the target's key attributes
+    source: SideScan
+    target: SideScan
     tolerance: float
     failures_to_fetch: int
+    recheck_seconds: float
     copy_missing: bool
     repair_differences: bool
     delete_extra: bool
     batch_size: int
     write_units_per_second: float | None
-    report_capacity: bool
 
     @property
     def repairs(self) -> bool:
         return self.copy_missing or self.repair_differences or self.delete_extra
 
 
+# A key that differs at first sight: (canonical key, source item or None, target item or None).
+Difference = tuple[str, Item | None, Item | None]
+
+
 def scan_side(scan: SideScan, segments: Iterable[int]) -> Iterator[tuple[str, Entry]]:
     """Every item of these segments under the target's names, by canonical key, marked when expired."""
-    renames = dict(scan.renames)
-    target_key_names = tuple(renames.get(name, name) for name in scan.key_names)
+    target_key_names = _target_key_names(scan)
     limiter = CapacityLimiter(scan.read_units_per_second)
     for segment in segments:
         pages = scan_segment(
@@ -77,65 +79,119 @@ def scan_side(scan: SideScan, segments: Iterable[int]) -> Iterator[tuple[str, En
         for page in pages:
             now = time.time()
             for item in page:
-                expired = is_expired(item, scan.ttl_attribute, now)
-                renamed = rename_attributes(item, renames, scan.key_names)
+                renamed, expired = _as_target_names(scan, item, now)
                 yield canonical_key({name: renamed[name] for name in target_key_names}), (renamed, expired)
 
 
-def check_keys(check: KeyCheck, pairs: Iterable[tuple[str, tuple[Entry | None, Entry | None]]]) -> Iterator[Tally]:
-    """Classify each key of the join (missing, extra, different, equal, expired), repair what is asked; one Tally.
+def _as_target_names(scan: SideScan, item: Item, now: float) -> Entry:
+    """The item renamed as the migration renames it, and whether the migration skips it as expired."""
+    expired = is_expired(item, scan.ttl_attribute, now)
+    return rename_attributes(item, dict(scan.renames), scan.key_names), expired
 
-    Never raises (`migrator.task_boundary`): a failed repair comes back as the Tally's error.
-    """
+
+def _target_key_names(scan: SideScan) -> tuple[str, ...]:
+    renames = dict(scan.renames)
+    return tuple(renames.get(name, name) for name in scan.key_names)
+
+
+def check_keys(check: KeyCheck, pairs: Iterable[tuple[str, tuple[Entry | None, Entry | None]]]) -> Iterator[Tally]:
+    """Classify each key of the join (missing, extra, different, equal, expired), recheck what differs,
+    repair what is asked; one Tally. Never raises (`migrator.task_boundary`): a failure comes back in it."""
     tally = Tally(check.failures_to_fetch)
     with errors_returned("checking keys") as caught:
+        differences = _first_look(check, pairs, tally)
+        if check.recheck_seconds:
+            differences = _second_look(check, [(order, _key(check, s or t)) for order, s, t in differences], tally)
         if check.repairs:
             with _writer(check) as writer:
-                _classify(check, pairs, tally, writer)
+                _settle(check, differences, tally, writer)
         else:
-            _classify(check, pairs, tally, None)
+            _settle(check, differences, tally, None)
     tally.error = caught.error
     yield tally
 
 
-def _writer(check: KeyCheck) -> PipelinedWriter:
-    return PipelinedWriter(
-        check.target, check.target_table, batch_size=check.batch_size,
-        limiter=CapacityLimiter(check.write_units_per_second), report_capacity=check.report_capacity,
-    )  # fmt: skip
-
-
-def _classify(check: KeyCheck, pairs, tally: Tally, writer: PipelinedWriter | None) -> None:
+def _first_look(check: KeyCheck, pairs, tally: Tally) -> Iterator[Difference]:
+    """The keys that differ in the scans; counts the items read, the equal ones and the expired ones."""
     for order, (source, target) in pairs:
         tally.source_items += source is not None
         tally.target_items += target is not None
-        if source is not None and source[1]:  # expired: the migration skips it, so neither missing nor compared
-            tally.skipped_expired += 1
-        elif source is None:
-            _found(check, tally, Sample(order, EXTRA, _key(check, target[0])))
-            if writer is not None and check.delete_extra:
-                writer.delete(_key(check, target[0]))
-                tally.repaired[EXTRA] += 1
+        difference = _judged(check, order, source, target, tally)
+        if difference is not None:
+            yield difference
+
+
+def _judged(check: KeyCheck, order: str, source: Entry | None, target: Entry | None, tally: Tally) -> Difference | None:
+    """None when the key is settled (equal, or an expired source item: neither missing nor compared)."""
+    if source is not None and source[1]:
+        tally.skipped_expired += 1
+        return None
+    source_item = source[0] if source is not None else None
+    target_item = target[0] if target is not None else None
+    if source_item is not None and target_item is not None and not differing_attributes(
+        source_item, target_item, check.tolerance
+    ):
+        tally.equal += 1
+        return None
+    if source_item is None and target_item is None:  # gone from both sides by the recheck: they agree
+        tally.equal += 1
+        return None
+    return order, source_item, target_item
+
+
+def _second_look(check: KeyCheck, keys: list[tuple[str, Item]], tally: Tally) -> Iterator[Difference]:
+    """After `recheck_seconds`, the keys that still differ read with strongly consistent GetItem on both
+    sides: a change in flight (replication running) reached one side's scan and not the other's."""
+    if not keys:
+        return
+    time.sleep(check.recheck_seconds)  # the delay is the point: writes in flight land meanwhile
+    source_limiter = CapacityLimiter(check.source.read_units_per_second)
+    target_limiter = CapacityLimiter(check.target.read_units_per_second)
+    for order, key in keys:
+        source = _reread(check.source, key, source_limiter)
+        target = _reread(check.target, key, target_limiter)
+        difference = _judged(check, order, source, target, tally)
+        if difference is not None:
+            yield difference
+
+
+def _reread(scan: SideScan, key: Item, limiter: CapacityLimiter) -> Entry | None:
+    """The side's item under `key` (target names) as it is now, renamed and marked like a scanned one."""
+    renames = dict(scan.renames)
+    own_key = {name: key[renames.get(name, name)] for name in scan.key_names}
+    item = read_item(wire_client(scan.spec), scan.table, own_key, limiter=limiter, report_capacity=scan.report_capacity)
+    return None if item is None else _as_target_names(scan, item, time.time())
+
+
+def _writer(check: KeyCheck) -> PipelinedWriter:
+    return PipelinedWriter(
+        check.target.spec, check.target.table, batch_size=check.batch_size,
+        limiter=CapacityLimiter(check.write_units_per_second), report_capacity=check.target.report_capacity,
+    )  # fmt: skip
+
+
+def _settle(check: KeyCheck, differences: Iterable[Difference], tally: Tally, writer: PipelinedWriter | None) -> None:
+    """Count and sample each confirmed difference, and repair it when asked."""
+    for order, source, target in differences:
+        if source is None:
+            kind, repair = EXTRA, check.delete_extra
+            tally.extra += 1
         elif target is None:
-            _found(check, tally, Sample(order, MISSING, _key(check, source[0])))
-            if writer is not None and check.copy_missing:
-                writer.put(source[0])
-                tally.repaired[MISSING] += 1
+            kind, repair = MISSING, check.copy_missing
+            tally.missing += 1
         else:
-            differing = differing_attributes(source[0], target[0], check.tolerance)
-            if not differing:
-                tally.equal += 1
-                continue
-            _found(check, tally, Sample(order, DIFFERENT, _key(check, source[0]), tuple(differing)))
-            if writer is not None and check.repair_differences:
-                writer.put(source[0])
-                tally.repaired[DIFFERENT] += 1
-
-
-def _found(check: KeyCheck, tally: Tally, sample: Sample) -> None:
-    setattr(tally, sample.kind, getattr(tally, sample.kind) + 1)
-    tally.sample(sample)
+            kind, repair = DIFFERENT, check.repair_differences
+            tally.different += 1
+        attributes = tuple(differing_attributes(source, target, check.tolerance)) if kind == DIFFERENT else ()
+        tally.sample(Sample(order, kind, _key(check, source or target), attributes))
+        if writer is None or not repair:
+            continue
+        if kind == EXTRA:
+            writer.delete(_key(check, target))
+        else:
+            writer.put(source)
+        tally.repaired[kind] += 1
 
 
 def _key(check: KeyCheck, item: Item) -> Item:
-    return {name: item[name] for name in check.key_names}
+    return {name: item[name] for name in _target_key_names(check.source)}

@@ -9,6 +9,7 @@ exactly; each repair option then fixes its kind, and a last validation exits 0.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import pytest
 
 from all_types import KEY_SCHEMA, all_types_items, assert_same_items
 from conftest import put_items, run_job, scan_all, side, write_config
+from faultproxy import FaultProxy
 from migrator.items import rename_attributes
 
 pytestmark = pytest.mark.integration
@@ -137,13 +139,14 @@ def test_each_repair_fixes_its_kind_then_the_tables_are_equal(dynamodb, endpoint
     live = plant(dynamodb, source, target)
     zero = {"missing": 0, "different": 0, "extra": 0}
 
-    code, report, _ = validate(endpoint_url, tmp_path, source, target, "copy", copyMissingRows=True)
+    quick = {"recheckSeconds": 0.5}
+    code, report, _ = validate(endpoint_url, tmp_path, source, target, "copy", copyMissingRows=True, **quick)
     assert (code, report["missing"], report["repaired"]) == (1, 2, dict(zero, missing=2))
 
-    code, report, _ = validate(endpoint_url, tmp_path, source, target, "repair", repairDifferences=True)
+    code, report, _ = validate(endpoint_url, tmp_path, source, target, "repair", repairDifferences=True, **quick)
     assert (code, report["missing"], report["different"], report["repaired"]) == (1, 0, 4, dict(zero, different=4))
 
-    code, report, _ = validate(endpoint_url, tmp_path, source, target, "delete", deleteExtraRows=True)
+    code, report, _ = validate(endpoint_url, tmp_path, source, target, "delete", deleteExtraRows=True, **quick)
     assert (code, report["extra"], report["repaired"]) == (0, 1, dict(zero, extra=1))
 
     # The target now holds the live source items exactly, plus the expired one it already had.
@@ -186,3 +189,37 @@ def test_a_report_path_that_cannot_be_written_is_bad_input(endpoint_url, planted
     assert result.returncode == 2
     assert f"cannot write the validation report to {report}" in one_error_line(result)
     assert not report.parent.exists()
+
+
+def test_a_change_in_flight_is_not_a_difference_a_lasting_one_is(dynamodb, endpoint_url, tmp_path):
+    """As beside a running replication: the target gets the source's change after the scans read it
+    old, before the recheck reads it again. Only the difference that lasts is reported."""
+    stamp = str(time.time_ns())[-8:]
+    source, target = f"val-fl-src-{stamp}", f"val-fl-dst-{stamp}"
+    create_table(dynamodb, source)
+    create_table(dynamodb, target)
+    put_items(dynamodb, source, [dict(key("inflight"), v={"N": "2"}), dict(key("lasting"), v={"N": "2"})])
+    put_items(dynamodb, target, [dict(key("inflight"), v={"N": "1"}), dict(key("lasting"), v={"N": "1"})])
+    with FaultProxy(endpoint_url, fault_rate=0.0) as proxy:
+        # The recheck's first read of "inflight" (the source's) is held until the change has landed.
+        held = proxy.hold_next("GetItem", containing=b'"inflight"')
+        finished, landed = threading.Event(), threading.Event()
+
+        def replicate_the_change() -> None:
+            if held.wait(300) and not finished.is_set():
+                dynamodb.put_item(TableName=target, Item=dict(key("inflight"), v={"N": "2"}))
+                landed.set()
+            proxy.release_held()  # hung up: the read is retried, after the change
+
+        replicator = threading.Thread(target=replicate_the_change)
+        replicator.start()
+        try:
+            code, report, stdout = validate(proxy.endpoint_url, tmp_path, source, target, "in-flight", recheckSeconds=1)
+        finally:
+            finished.set()
+            held.set()  # wakes the thread when the recheck never came
+            replicator.join()
+    assert landed.is_set(), "the recheck never read the key again"
+    assert code == 1, stdout
+    assert (report["equal"], report["different"]) == (1, 1)
+    assert report["samples"] == [{"kind": "different", "key": key("lasting"), "attributes": ["v"]}]

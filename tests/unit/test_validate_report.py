@@ -11,7 +11,7 @@ from migrator.config import parse_config
 from migrator.connection import ClientSpec
 from migrator.errors import ReportUnwritable
 from migrator.snapshot.prune import canonical_key
-from migrator.validate.matching import KeyCheck, check_keys
+from migrator.validate.matching import KeyCheck, SideScan, check_keys
 from migrator.validate.report import Sample, Tally, ValidationSummary, check_report_path, write_report
 
 REPORT_KEYS = {
@@ -19,12 +19,19 @@ REPORT_KEYS = {
 }  # fmt: skip
 
 
+def side_scan(label: str) -> SideScan:
+    return SideScan(
+        spec=ClientSpec(label=label), table=label, total_segments=1, read_units_per_second=None,
+        report_capacity=True, key_names=("pk",),
+    )  # fmt: skip
+
+
 def check(failures_to_fetch: int = 100) -> KeyCheck:
-    """No repair asked: classification only, no writer, no network."""
+    """No recheck and no repair asked: classification only, no writer, no network."""
     return KeyCheck(
-        target=ClientSpec(label="target"), target_table="t", key_names=("pk",), tolerance=0.0,
-        failures_to_fetch=failures_to_fetch, copy_missing=False, repair_differences=False, delete_extra=False,
-        batch_size=25, write_units_per_second=None, report_capacity=True,
+        source=side_scan("source"), target=side_scan("target"), tolerance=0.0, failures_to_fetch=failures_to_fetch,
+        recheck_seconds=0, copy_missing=False, repair_differences=False, delete_extra=False, batch_size=25,
+        write_units_per_second=None,
     )  # fmt: skip
 
 
@@ -137,4 +144,4 @@ def test_validation_keys_load_with_their_defaults_and_scylla_keys_unchanged():
     assert (scylla.validation.repair_differences, scylla.validation.delete_extra_rows) == (False, False)
     ours = parse_config(base + "validation: {repairDifferences: true, deleteExtraRows: true}").config.validation
     assert ours.repair_differences and ours.delete_extra_rows and not ours.copy_missing_rows
-    assert (ours.failures_to_fetch, ours.floating_point_tolerance) == (100, 0.0)
+    assert (ours.failures_to_fetch, ours.floating_point_tolerance, ours.recheck_seconds) == (100, 0.0, 5.0)
