@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator
 
 from migrator.connection import ClientSpec
+from migrator.export.decode import read_items
 from migrator.items import Item, is_expired, rename_attributes
 from migrator.ratelimit import CapacityLimiter
+from migrator.snapshot.export_copy import FileTask, local_copy
 from migrator.snapshot.prune import canonical_key
 from migrator.source.scan import ScanCounters, read_item, scan_segment
 from migrator.target.pipeline import PipelinedWriter
@@ -47,7 +49,8 @@ class SideScan:
 class KeyCheck:
     """How to judge, recheck and repair the keys of one partition of the join."""
 
-    source: SideScan
+    key_names: tuple[str, ...]  # the target's key attributes: what the samples show
+    source: SideScan | None  # None when the source cannot be read again (an S3 export): no recheck
     target: SideScan
     tolerance: float
     failures_to_fetch: int
@@ -89,9 +92,29 @@ def _as_target_names(scan: SideScan, item: Item, now: float) -> Entry:
     return rename_attributes(item, dict(scan.renames), scan.key_names), expired
 
 
+def read_export_side(
+    tasks: Iterable[FileTask], renames: tuple[tuple[str, str], ...], key_names: tuple[str, ...]
+) -> Iterator[tuple[str, Entry]]:
+    """Every item of these data files of a full S3 export, renamed, by canonical key; each file's MD5 checked first.
+
+    An export holds what the table held at export time, expired or not, and its import copies
+    everything: no item is skipped as expired.
+    """
+    rename_map = dict(renames)
+    target_key_names = _renamed_names(rename_map, key_names)
+    for task in tasks:
+        with local_copy(task) as copy:
+            for item in read_items(task.data_file, copy, task.output_format):
+                renamed = rename_attributes(item, rename_map, key_names)
+                yield canonical_key({name: renamed[name] for name in target_key_names}), (renamed, False)
+
+
 def _target_key_names(scan: SideScan) -> tuple[str, ...]:
-    renames = dict(scan.renames)
-    return tuple(renames.get(name, name) for name in scan.key_names)
+    return _renamed_names(dict(scan.renames), scan.key_names)
+
+
+def _renamed_names(renames: dict[str, str], names: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(renames.get(name, name) for name in names)
 
 
 def check_keys(check: KeyCheck, pairs: Iterable[tuple[str, tuple[Entry | None, Entry | None]]]) -> Iterator[Tally]:
@@ -100,7 +123,7 @@ def check_keys(check: KeyCheck, pairs: Iterable[tuple[str, tuple[Entry | None, E
     tally = Tally(check.failures_to_fetch)
     with errors_returned("checking keys") as caught:
         differences = _first_look(check, pairs, tally)
-        if check.recheck_seconds:
+        if check.recheck_seconds and check.source is not None:
             differences = _second_look(check, [(order, _key(check, s or t)) for order, s, t in differences], tally)
         if check.repairs:
             with _writer(check) as writer:
@@ -194,4 +217,4 @@ def _settle(check: KeyCheck, differences: Iterable[Difference], tally: Tally, wr
 
 
 def _key(check: KeyCheck, item: Item) -> Item:
-    return {name: item[name] for name in _target_key_names(check.source)}
+    return {name: item[name] for name in check.key_names}

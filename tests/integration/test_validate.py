@@ -16,9 +16,11 @@ from pathlib import Path
 import pytest
 
 from all_types import KEY_SCHEMA, all_types_items, assert_same_items
-from conftest import put_items, run_job, scan_all, side, write_config
+from conftest import TEST_ACCESS_KEY, TEST_REGION, TEST_SECRET_KEY, endpoint_block, put_items, run_job, scan_all
+from conftest import side, write_config
 from faultproxy import FaultProxy
-from migrator.items import rename_attributes
+from s3_exports import DYNAMODB_JSON, ION, DataFileSpec, create_bucket, full_lines, write_export
+from migrator.items import rename_attributes, to_dynamodb_json
 
 pytestmark = pytest.mark.integration
 
@@ -102,10 +104,10 @@ def planted(dynamodb, endpoint_url):
     return source, target, live
 
 
-def validate(endpoint_url: str, tmp_path: Path, source: str, target: str, name: str, **validation):
-    """Run jobs/validate.py under spark-submit; (exit code, report, output)."""
+def validate(endpoint_url: str, tmp_path: Path, source: str | dict, target: str, name: str, **validation):
+    """Run jobs/validate.py under spark-submit (`source`: a table, or a source block); (exit code, report, stdout)."""
     document = {
-        "source": side(endpoint_url, source, scanSegments=3),
+        "source": side(endpoint_url, source, scanSegments=3) if isinstance(source, str) else source,
         "target": side(endpoint_url, target),
         "renames": [{"from": k, "to": v} for k, v in RENAMES.items()],
         "validation": validation,
@@ -223,3 +225,38 @@ def test_a_change_in_flight_is_not_a_difference_a_lasting_one_is(dynamodb, endpo
     assert code == 1, stdout
     assert (report["equal"], report["different"]) == (1, 1)
     assert report["samples"] == [{"kind": "different", "key": key("lasting"), "attributes": ["v"]}]
+
+
+@pytest.mark.parametrize("output_format", [DYNAMODB_JSON, ION])
+def test_an_s3_export_import_is_validated_against_its_target(output_format, s3, dynamodb, endpoint_url, tmp_path):
+    """Was the import exact? The export's items (renamed) against the target; one of each kind planted."""
+    items = all_types_items()[:-1] + [dict(key("e-gone"), a={"S": "x"}), dict(key("e-changed"), n={"N": "1.5"})]
+    exported = [to_dynamodb_json(item) for item in items]
+    export = write_export(s3, create_bucket(s3), [DataFileSpec(full_lines(exported[:3], output_format)),
+                          DataFileSpec(full_lines(exported[3:], output_format))], output_format=output_format)  # fmt: skip
+    target = f"val-imp-{output_format.lower()}-{str(time.time_ns())[-8:]}"
+    create_table(dynamodb, target)
+    imported = [rename_attributes(item, RENAMES) for item in items if item["pk"]["S"] != "e-gone"]
+    imported[-1] = dict(key("e-changed"), n={"N": "1.6"})
+    put_items(dynamodb, target, imported + [dict(key("e-new"), a={"S": "y"})])
+    source = {
+        "type": "dynamodb-s3-export", "bucket": export.bucket, "manifestKey": export.summary_key,
+        "region": TEST_REGION, "endpoint": endpoint_block(endpoint_url),
+        "credentials": {"accessKey": TEST_ACCESS_KEY, "secretKey": TEST_SECRET_KEY},
+        "tableDescription": {
+            "attributeDefinitions": [{"name": "pk", "type": "S"}, {"name": "sk", "type": "N"}],
+            "keySchema": [{"name": "pk", "type": "HASH"}, {"name": "sk", "type": "RANGE"}],
+        },
+    }  # fmt: skip
+
+    code, report, stdout = validate(endpoint_url, tmp_path, source, target, "import")
+
+    assert code == 1, stdout
+    assert {k: report[k] for k in ("sourceItems", "targetItems", "equal", "missing", "extra", "different")} == {
+        "sourceItems": 7, "targetItems": 7, "equal": 5, "missing": 1, "extra": 1, "different": 1,
+    }  # fmt: skip
+    assert report["samples"] == [
+        {"kind": "different", "key": key("e-changed"), "attributes": ["n"]},
+        {"kind": "missing", "key": key("e-gone"), "attributes": []},
+        {"kind": "extra", "key": key("e-new"), "attributes": []},
+    ]

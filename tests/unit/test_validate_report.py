@@ -29,7 +29,8 @@ def side_scan(label: str) -> SideScan:
 def check(failures_to_fetch: int = 100) -> KeyCheck:
     """No recheck and no repair asked: classification only, no writer, no network."""
     return KeyCheck(
-        source=side_scan("source"), target=side_scan("target"), tolerance=0.0, failures_to_fetch=failures_to_fetch,
+        key_names=("pk",), source=side_scan("source"), target=side_scan("target"), tolerance=0.0,
+        failures_to_fetch=failures_to_fetch,
         recheck_seconds=0, copy_missing=False, repair_differences=False, delete_extra=False, batch_size=25,
         write_units_per_second=None,
     )  # fmt: skip
