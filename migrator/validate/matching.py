@@ -1,10 +1,12 @@
-"""The validator's work on executors: scan a side's segments, then classify and repair each key of the join.
+"""The validator's work on executors: read each side, then judge, recheck and repair each key of the join.
 
-Both tables are scanned segment by segment, paced like the snapshot's Scan (`scan_segment`
-with the task's share of the side's read rate). Source items are renamed as the migration
-renames them, so they meet the target's items under the target's names, and those the
-migration skips as expired are marked so. Keys meet in a Spark full outer join on the
-canonical key (numbers by value), so neither table is gathered on the driver.
+A table is scanned segment by segment, paced like the snapshot's Scan (`scan_segment` with the
+task's share of the side's read rate); an S3 export is read a data file per task, as its import
+reads it. Source items are renamed as the migration renames them, so they meet the target's
+items under the target's names, and those the migration skips as expired are marked so. Keys
+meet in a Spark full outer join on the canonical key (numbers by value), so neither side is
+gathered on the driver. What differs is read again by key after a delay (`_second_look`), and
+only what still differs is counted and repaired.
 """
 
 from __future__ import annotations
