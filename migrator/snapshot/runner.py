@@ -29,6 +29,7 @@ SEGMENT_ATTEMPTS = 3  # attempts per unit, segment or file
 
 Task = TypeVar("Task")
 Outcome = TypeVar("Outcome")  # has `ok` and `error` (a MigratorError, with `retryable`)
+Result = TypeVar("Result")
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,22 @@ def run_units(
             stop.set()
             for future in futures:
                 future.cancel()
+            cancel_jobs(spark)
+            raise
+
+
+def run_action(spark: SparkSession, action: Callable[[], Result], name: str) -> Result:
+    """Run one Spark action (a `collect`) in a thread while the main thread waits for it.
+
+    Ctrl+C and SIGTERM then interrupt the main thread's wait, never a py4j call in progress,
+    which py4j would log as errors with tracebacks and whose connection would break. On any
+    interruption or failure the running jobs are cancelled and the exception goes on.
+    """
+    with plain_ctrl_c(), ThreadPoolExecutor(max_workers=1, thread_name_prefix=name) as pool:
+        future = pool.submit(action)
+        try:
+            return future.result()
+        except BaseException:
             cancel_jobs(spark)
             raise
 

@@ -14,6 +14,7 @@ import time
 from typing import Any, Callable
 
 from py4j.protocol import Py4JError
+from pyspark.errors.exceptions.captured import CapturedException
 from pyspark.sql import SparkSession
 
 from migrator import aws
@@ -22,7 +23,7 @@ from migrator.errors import TargetTableNotFound, UnsupportedFeature, ValidationF
 from migrator.export.plan import plan_import
 from migrator.plan import SnapshotPlan, plan_snapshot, planned_units
 from migrator.snapshot import export_import
-from migrator.snapshot.runner import cancel_jobs, failed_job_cause, plain_ctrl_c
+from migrator.snapshot.runner import failed_job_cause, run_action
 from migrator.snapshot.table_copy import plan_copy, preflight
 from migrator.target.tables import TableInfo
 from migrator.validate.matching import KeyCheck, SideScan, check_keys, read_export_side, scan_side
@@ -152,14 +153,11 @@ def _join(spark: SparkSession, config: MigratorConfig, plan: SnapshotPlan, sourc
     # One join partition per segment: a partition holds about a segment's items of each side.
     joined = source.fullOuterJoin(target, numPartitions=plan.total_segments)
     log.info("validating %r against %r: %s", config.source.table, config.target.table, plan.describe())
-    try:
-        with plain_ctrl_c():
-            tallies = joined.mapPartitions(lambda pairs: check_keys(check, pairs)).collect()
-    except Py4JError as exc:
+    checked = joined.mapPartitions(lambda pairs: check_keys(check, pairs))
+    try:  # Ctrl+C and SIGTERM cancel the Spark job and go on to the command's last line
+        tallies = run_action(spark, checked.collect, "validate")
+    except (Py4JError, CapturedException) as exc:  # Spark itself failed: an executor lost, a task killed
         raise ValidationFailed(config.source.table, config.target.table, failed_job_cause(exc)) from None
-    except BaseException:  # Ctrl+C, SIGTERM: stop the Spark job before the command reports
-        cancel_jobs(spark)
-        raise
     total = Tally(check.failures_to_fetch)
     for tally in tallies:
         if tally.error is not None:

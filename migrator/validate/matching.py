@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator
 
 from migrator.connection import ClientSpec
+from migrator.errors import MigratorError
 from migrator.export.decode import read_items
 from migrator.items import Item, is_expired, rename_attributes
 from migrator.ratelimit import CapacityLimiter
@@ -28,8 +29,17 @@ from migrator.validate.compare import differing_attributes
 from migrator.validate.report import DIFFERENT, EXTRA, MISSING, Sample, Tally
 from migrator.wire import wire_client
 
-# What a side's scan yields for one item: (canonical key, (item under the target's names, expired)).
+# What a side's read yields for one item: (canonical key, (item under the target's names, expired)).
 Entry = tuple[Item, bool]
+# Canonical keys are JSON objects ("{..."): a key starting with FAILED carries a read's failure.
+FAILED = "!failed "
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A side's read that failed on an executor, carried to the driver inside a Tally."""
+
+    error: MigratorError
 
 
 @dataclass(frozen=True)
@@ -72,8 +82,17 @@ class KeyCheck:
 Difference = tuple[str, Item | None, Item | None]
 
 
-def scan_side(scan: SideScan, segments: Iterable[int]) -> Iterator[tuple[str, Entry]]:
-    """Every item of these segments under the target's names, by canonical key, marked when expired."""
+def scan_side(scan: SideScan, segments: Iterable[int]) -> Iterator[tuple[str, Entry | Failure]]:
+    """Every item of these segments under the target's names, by canonical key, marked when expired;
+    a failure ends the task's pairs as one `failed` pair instead of raising (`migrator.task_boundary`)."""
+    segments = list(segments)
+    with errors_returned(f"scanning table {scan.table!r}") as caught:
+        yield from _scanned(scan, segments)
+    if caught.error is not None:
+        yield failed(f"table {scan.table} segments {segments}", caught.error)
+
+
+def _scanned(scan: SideScan, segments: list[int]) -> Iterator[tuple[str, Entry]]:
     target_key_names = _target_key_names(scan)
     limiter = CapacityLimiter(scan.read_units_per_second)
     for segment in segments:
@@ -88,6 +107,11 @@ def scan_side(scan: SideScan, segments: Iterable[int]) -> Iterator[tuple[str, En
                 yield canonical_key({name: renamed[name] for name in target_key_names}), (renamed, expired)
 
 
+def failed(what: str, error: MigratorError) -> tuple[str, Failure]:
+    """The pair that carries a read's failure through the join to `check_keys`, under a key no item has."""
+    return f"{FAILED}{what}", Failure(error)
+
+
 def _as_target_names(scan: SideScan, item: Item, now: float) -> Entry:
     """The item renamed as the migration renames it, and whether the migration skips it as expired."""
     expired = is_expired(item, scan.ttl_attribute, now)
@@ -96,18 +120,26 @@ def _as_target_names(scan: SideScan, item: Item, now: float) -> Entry:
 
 def read_export_side(
     tasks: Iterable[FileTask], renames: tuple[tuple[str, str], ...], key_names: tuple[str, ...]
-) -> Iterator[tuple[str, Entry]]:
-    """Every item of these data files of a full S3 export, renamed, by canonical key; each file's MD5 checked first.
+) -> Iterator[tuple[str, Entry | Failure]]:
+    """Every item of these data files of a full S3 export, renamed, by canonical key; each file's MD5
+    checked first. A failure (a damaged file) ends the task's pairs as one `failed` pair.
 
     An export holds what the table held at export time, expired or not, and its import copies
     everything: no item is skipped as expired.
     """
-    rename_map = dict(renames)
-    target_key_names = _renamed_names(rename_map, key_names)
+    tasks = list(tasks)
+    with errors_returned(f"reading {len(tasks)} export data files") as caught:
+        yield from _exported(tasks, dict(renames), key_names)
+    if caught.error is not None:
+        yield failed(f"export files {[task.number for task in tasks]}", caught.error)
+
+
+def _exported(tasks: list[FileTask], renames: dict[str, str], key_names: tuple[str, ...]) -> Iterator[tuple[str, Entry]]:
+    target_key_names = _renamed_names(renames, key_names)
     for task in tasks:
         with local_copy(task) as copy:
             for item in read_items(task.data_file, copy, task.output_format):
-                renamed = rename_attributes(item, rename_map, key_names)
+                renamed = rename_attributes(item, renames, key_names)
                 yield canonical_key({name: renamed[name] for name in target_key_names}), (renamed, False)
 
 
@@ -139,6 +171,8 @@ def check_keys(check: KeyCheck, pairs: Iterable[tuple[str, tuple[Entry | None, E
 def _first_look(check: KeyCheck, pairs, tally: Tally) -> Iterator[Difference]:
     """The keys that differ in the scans; counts the items read, the equal ones and the expired ones."""
     for order, (source, target) in pairs:
+        if order.startswith(FAILED):
+            raise (source or target).error  # a read failed: its Tally carries the error home
         tally.source_items += source is not None
         tally.target_items += target is not None
         difference = _judged(check, order, source, target, tally)

@@ -8,7 +8,12 @@ exactly; each repair option then fixes its kind, and a last validation exits 0.
 
 from __future__ import annotations
 
+import gzip
 import json
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -16,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from all_types import KEY_SCHEMA, all_types_items, assert_same_items
-from conftest import TEST_ACCESS_KEY, TEST_REGION, TEST_SECRET_KEY, endpoint_block, put_items, run_job, scan_all
-from conftest import side, write_config
+from conftest import REPO, TEST_ACCESS_KEY, TEST_REGION, TEST_SECRET_KEY, endpoint_block, job_env, put_items, run_job
+from conftest import scan_all, side, write_config
 from faultproxy import FaultProxy
 from s3_exports import DYNAMODB_JSON, ION, DataFileSpec, create_bucket, full_lines, write_export
 from migrator.items import rename_attributes, to_dynamodb_json
@@ -227,6 +232,19 @@ def test_a_change_in_flight_is_not_a_difference_a_lasting_one_is(dynamodb, endpo
     assert report["samples"] == [{"kind": "different", "key": key("lasting"), "attributes": ["v"]}]
 
 
+def export_source(endpoint_url: str, export) -> dict:
+    """A source block for an export written by `s3_exports.write_export`, keys as the tables here have them."""
+    return {
+        "type": "dynamodb-s3-export", "bucket": export.bucket, "manifestKey": export.summary_key,
+        "region": TEST_REGION, "endpoint": endpoint_block(endpoint_url),
+        "credentials": {"accessKey": TEST_ACCESS_KEY, "secretKey": TEST_SECRET_KEY},
+        "tableDescription": {
+            "attributeDefinitions": [{"name": "pk", "type": "S"}, {"name": "sk", "type": "N"}],
+            "keySchema": [{"name": "pk", "type": "HASH"}, {"name": "sk", "type": "RANGE"}],
+        },
+    }  # fmt: skip
+
+
 @pytest.mark.parametrize("output_format", [DYNAMODB_JSON, ION])
 def test_an_s3_export_import_is_validated_against_its_target(output_format, s3, dynamodb, endpoint_url, tmp_path):
     """Was the import exact? The export's items (renamed) against the target; one of each kind planted."""
@@ -239,17 +257,7 @@ def test_an_s3_export_import_is_validated_against_its_target(output_format, s3, 
     imported = [rename_attributes(item, RENAMES) for item in items if item["pk"]["S"] != "e-gone"]
     imported[-1] = dict(key("e-changed"), n={"N": "1.6"})
     put_items(dynamodb, target, imported + [dict(key("e-new"), a={"S": "y"})])
-    source = {
-        "type": "dynamodb-s3-export", "bucket": export.bucket, "manifestKey": export.summary_key,
-        "region": TEST_REGION, "endpoint": endpoint_block(endpoint_url),
-        "credentials": {"accessKey": TEST_ACCESS_KEY, "secretKey": TEST_SECRET_KEY},
-        "tableDescription": {
-            "attributeDefinitions": [{"name": "pk", "type": "S"}, {"name": "sk", "type": "N"}],
-            "keySchema": [{"name": "pk", "type": "HASH"}, {"name": "sk", "type": "RANGE"}],
-        },
-    }  # fmt: skip
-
-    code, report, stdout = validate(endpoint_url, tmp_path, source, target, "import")
+    code, report, stdout = validate(endpoint_url, tmp_path, export_source(endpoint_url, export), target, "import")
 
     assert code == 1, stdout
     assert {k: report[k] for k in ("sourceItems", "targetItems", "equal", "missing", "extra", "different")} == {
@@ -260,3 +268,51 @@ def test_an_s3_export_import_is_validated_against_its_target(output_format, s3, 
         {"kind": "missing", "key": key("e-gone"), "attributes": []},
         {"kind": "extra", "key": key("e-new"), "attributes": []},
     ]
+
+
+def test_sigterm_mid_scan_stops_with_one_line_exit_143_and_no_report(endpoint_url, planted, tmp_path):
+    source, target, _ = planted
+    report = tmp_path / "report.json"
+    with FaultProxy(endpoint_url, fault_rate=0.0) as proxy:
+        held = proxy.hold_next("Scan")  # the executors are scanning once one Scan is parked here
+        config = write_config(tmp_path, {"source": side(proxy.endpoint_url, source), "target": side(proxy.endpoint_url, target)})
+        job = subprocess.Popen(
+            [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]", "--driver-java-options",
+             f"-Dlog4j2.configurationFile={REPO / 'conf' / 'log4j2.properties'}", str(REPO / "jobs" / "validate.py"),
+             "--config", str(config), "--report", str(report)],
+            cwd=REPO, env=job_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True, start_new_session=True,  # its own process group, as test_sigterm's jobs
+        )  # fmt: skip
+        try:
+            assert held.wait(180), "no Scan reached the proxy"
+            os.kill(job.pid, signal.SIGTERM)  # to spark-submit's JVM, as a scheduler signals it
+            output, _ = job.communicate(timeout=120)
+        finally:
+            proxy.release_held()
+            if job.poll() is None:
+                job.kill()
+    assert job.returncode == 143, output
+    assert "terminated (SIGTERM): nothing was reported; rerun the same command to validate again" in output, output
+    # A Python worker whose task the JVM cancels may print PySpark's own BrokenPipeError trace (daemon.py):
+    # a race outside the job. No traceback may come from the migrator's code, the driver's above all.
+    assert f'File "{REPO / "migrator"}' not in output and "py4j.protocol" not in output, output
+    assert not report.exists()
+
+
+def test_a_damaged_export_file_is_a_validation_that_could_not_finish(s3, dynamodb, endpoint_url, planted, tmp_path):
+    """Exit 3, neither "equal" nor "different": one line naming the file, and no report."""
+    _, target, _ = planted
+    lines = full_lines([to_dynamodb_json(dict(key("a"), v={"N": "1"}))], DYNAMODB_JSON)
+    damaged = DataFileSpec(lines, body=gzip.compress(lines[0].encode())[:-9])  # truncated: its MD5 differs
+    export = write_export(s3, create_bucket(s3), [damaged])
+    config = write_config(tmp_path, {"source": export_source(endpoint_url, export), "target": side(endpoint_url, target)})
+    report = tmp_path / "report.json"
+
+    result = run_job(config, spark_submit=True, job="validate.py", args=("--report", str(report)))
+
+    assert result.returncode == 3, result.stdout + result.stderr
+    line = one_error_line(result)
+    assert line.startswith("error: validating 's3-export-") and f"against '{target}' failed: " in line, line
+    assert f"export data file {export.data_keys[0]}: its MD5 is" in line, line
+    assert "fix the cause and run it again" in line
+    assert not report.exists()
