@@ -90,7 +90,7 @@ def _command(args: argparse.Namespace, job: _Job, work: Callable[[LoadedConfig, 
 
         def spark_factory():
             nonlocal spark_started
-            session = _start_spark(f"{job.spark_app} {loaded.config.source.table} → {loaded.config.target.table}")
+            session = _start_spark(f"{job.spark_app} {loaded.config.source.table} → {loaded.config.target.name}")
             spark_started = True
             return session
 

@@ -2,7 +2,7 @@
 
 Credentials live in `Secret` from the moment the YAML is parsed; only the client factory
 calls `reveal()`. A savepoint is the YAML with every value the model parsed as a `Secret`
-replaced (`config.redact_secrets`: by type, whatever the key's spelling), then passed through
+replaced (`config.document.redact_secrets`: by type, whatever the key's spelling), then passed through
 `redact_config`, which also replaces the values of the documented credential keys by name.
 """
 

@@ -1,4 +1,4 @@
-"""Chaining an S3 export with the live table's DynamoDB stream: is every change since the export replayable?
+"""Chaining an S3 export with the live table's stream: is every change since the export replayable?
 
 An export is the table as of one instant (its summary's `exportTime`). After importing it,
 replicating the stream of the table it was taken from (`source.streamSource`) keeps the
@@ -27,6 +27,12 @@ The instant is `exportTime` (for an incremental export, the end of its window,
 `exportToTime`); a full export's summary without it (old exports) falls back to `startTime`,
 with a warning. A rerun whose checkpoint exists resumes from the checkpoint instead: the
 rules above no longer matter, the checkpoint's own checks (migrator.replicate.checkpoint) do.
+
+In Kinesis mode (`target.streamChanges: {type: kinesis}`) the stream is the Kinesis data
+stream the live table streams to, read by default from the export's instant (AT_TIMESTAMP,
+`open_kinesis_stream`) rather than from the oldest record: the rule is then only that the
+stream's retention (up to a year) still holds that start, less 6 h to catch up
+(`check_kinesis_gap`).
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ from migrator.config import MigratorConfig
 from migrator.errors import STOPPED_RATHER_THAN_SKIP, CheckpointError, ConfigError, StreamGap
 from migrator.export.manifest import ExportSummary
 from migrator.source.s3export import ExportManifests
+from migrator.source.stream_source import describe_stream_source
 from migrator.replicate.kinesis_start import open_kinesis
 from migrator.source.dynamodb_streams import StreamInfo, ensure_stream
 from migrator.source.kinesis import KinesisStream, check_start_is_retained
@@ -85,22 +92,14 @@ class ExportInstant:
 def find_live_stream(config: MigratorConfig, manifests: ExportManifests) -> LiveStream:
     """Describe the live table and its stream; check it is the table the export was taken from."""
     live = config.live_source
-    spec = live.client_spec("source").for_control_plane()
-    client = aws.client(spec)
-    described = tables.describe_table(client, live.table, "source.streamSource")
-    if described is None:
-        raise ConfigError(
-            "source.streamSource.table",
-            f"table {live.table!r} does not exist at {spec.where}: with target.streamChanges, streamSource "
-            "names the live table the export was taken from, whose stream is replicated after the import",
-        )
+    described, client = describe_stream_source(live, manifests.summary)
     _check_same_table(config, manifests.summary, described)
     description = described.description
     enabled = (description.get("StreamSpecification") or {}).get("StreamEnabled")
     if config.kinesis is not None or not (enabled and description.get("LatestStreamArn")):
         return LiveStream(live.table, None, None, described.key_names)  # Kinesis mode reads no DynamoDB stream
     stream = ensure_stream(client, live.table, may_enable=False)  # the stream as replication uses it
-    streams = aws.client(spec, "dynamodbstreams")
+    streams = aws.client(live.client_spec("source").for_control_plane(), "dynamodbstreams")
     return LiveStream(live.table, stream, stream_created_at(streams, stream.arn), described.key_names)
 
 

@@ -2,9 +2,10 @@
 
 Spark's streaming checkpoint (offsets/, commits/, metadata) holds every shard's position.
 It is only worth resuming from while the stream still holds the records after those
-positions: DynamoDB Streams keeps records 24 hours. A checkpoint whose job was last alive
-more than 18 hours ago is refused (the 6 hour margin covers the catching up still to do),
-as are the reader's own findings (trimmed records, shards gone), all as CheckpointError.
+positions: DynamoDB Streams keeps records 24 hours, a Kinesis data stream its retention
+period. A checkpoint whose job was last alive longer ago than that less 6 hours (18 hours for
+DynamoDB Streams; the margin covers the catching up still to do) is refused, as are the
+reader's own findings (trimmed records, shards gone), all as CheckpointError.
 
 "Last alive" is the newer of the last commit and a heartbeat file the running job rewrites
 every minute: an idle source makes Spark commit nothing for hours while the job still

@@ -33,7 +33,7 @@ from migrator.items import rename_attributes
 from migrator.ratelimit import CapacityLimiter
 from migrator.snapshot.outcomes import ChangesOutcome, FileOutcome
 from migrator.source.s3export import download
-from migrator.target.pipeline import PipelinedWriter
+from migrator.target.pipeline import PipelinedWriter, put_or_delete
 from migrator.target.writer import WriteCounters
 from migrator.task_boundary import errors_returned
 
@@ -131,13 +131,8 @@ def apply_changes(writes: TargetWrites, records: Iterable[IncrementalRecord]) ->
 
     with errors_returned("applying incremental changes", failed, keep=lambda error: True) as caught:
         with _writer(writes) as writer:
-            for record in records:
-                if record.is_delete:
-                    writer.delete(rename_attributes(record.keys, renames, tuple(record.keys)))
-                    deletes += 1
-                else:
-                    writer.put(rename_attributes(record.new_image, renames, tuple(record.keys)))
-                    puts += 1
+            # A deleted item's record has no image (`IncrementalRecord.is_delete`): its key is deleted.
+            puts, deletes = put_or_delete(writer, ((record.keys, record.new_image) for record in records), renames)
             counters = writer.close()
     yield ChangesOutcome(puts, deletes, counters.retries, counters.unprocessed_retries, caught.error)
 

@@ -51,6 +51,7 @@ from migrator.plan import planned_units
 from migrator.snapshot.savepoints import ImportProgress, SavepointStore, UnitLedger, TargetTable
 from migrator.snapshot.runner import UnitJobs, cancel_jobs, plain_ctrl_c, run_units
 from migrator.source.s3export import ExportManifests, check_files_present, read_manifests
+from migrator.source.stream_source import describe_stream_source
 from migrator.target import tables
 from migrator.target.tables import TableInfo
 
@@ -267,16 +268,7 @@ def _exported_table(config: MigratorConfig, manifests: ExportManifests) -> tuple
             )
         return _table_info({**manifests.summary.described_table, "TableName": exported_name}), None
     live = source.stream_source
-    spec = live.client_spec("source").for_control_plane()
-    client = aws.client(spec)
-    described = tables.describe_table(client, live.table, "source")
-    if described is None:
-        raise ConfigError(
-            "source.streamSource.table",
-            f"table {live.table!r} does not exist at {spec.where}: streamSource names the live table the "
-            f"export was taken from ({manifests.summary.table_arn}), whose keys and indexes the target gets; "
-            "or give source.tableDescription instead",
-        )
+    described, client = describe_stream_source(live, manifests.summary)
     if live.table != exported_name:
         log.warning(
             "source.streamSource.table is %r but the export is of table %r (%s): the target gets %r's keys "

@@ -2,9 +2,9 @@
 
 A feed is plain, picklable values (the client spec, the stream's ARN, how to read its records):
 the driver plans shard ranges with it and executors read them again after a restart. What
-`migrator.replicate.query` needs from a feed is small: list the shards, read what is new in one, read
-a planned range again, a record's sequence number (and arrival time), the record as a
-`ChangeRecord`, and whether records after a shard's position may have been trimmed unread.
+`migrator.replicate.datasource` needs from a feed is small: list the shards, read what is new
+in one, read a planned range again, a record's sequence number (and arrival time), the record
+as a `ChangeRecord`, and whether records after a shard's position may have been trimmed unread.
 """
 
 from __future__ import annotations

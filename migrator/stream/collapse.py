@@ -2,8 +2,9 @@
 
 Writing only the last change of each key is equivalent to replaying every change in order
 (each change is the whole state of its item: a put replaces the item, a delete removes it)
-and writes less. A key's changes are ordered by `ChangeRecord.order`, which for DynamoDB
-Streams puts a parent shard's records before its children's whatever their sequence numbers.
+and writes less. A key's changes are ordered by `ChangeRecord.order`, which puts a parent
+shard's records before its children's whatever their sequence numbers (for Kinesis, after
+the change's creation time, since Kinesis may deliver a key's changes out of order).
 """
 
 from __future__ import annotations

@@ -49,7 +49,9 @@ class ChangeRecord:
     `new_image` has `needs_lookup` set: the stream did not carry the new item, so the applier
     reads the item's current state from the source (a strongly consistent GetItem) and puts
     it, or deletes the key when it is gone. `order` sorts the changes of one key: for
-    DynamoDB Streams (lineage depth, sequence number as an int).
+    DynamoDB Streams (lineage depth, sequence number as an int); for Kinesis (creation time
+    in integer microseconds, lineage depth, sequence number as an int). The changes of one
+    key come from one stream, so their orders always have the same shape.
     """
 
     key: tuple

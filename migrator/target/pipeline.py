@@ -5,6 +5,10 @@ task waits while the service writes. Here a few writer threads keep up to `write
 in flight, each thread with its own `BatchWriter` and counters, all sharing one capacity
 limiter. Memory stays bounded: the caller blocks once 2 × `writers` batches are waiting.
 Items go out as the DynamoDB JSON they came in (`migrator.wire`).
+
+`put_or_delete` is the one loop that turns item states into writes, for every path that
+applies changes rather than copies items: replication's micro-batches and an incremental
+export's newest record per key.
 """
 
 from __future__ import annotations
@@ -12,9 +16,10 @@ from __future__ import annotations
 import threading
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Iterable, Mapping
 
 from migrator.connection import ClientSpec
-from migrator.items import Item
+from migrator.items import Item, rename_attributes
 from migrator.ratelimit import CapacityLimiter
 from migrator.target.writer import BatchWriter, WriteCounters
 from migrator.wire import wire_client
@@ -118,3 +123,21 @@ class PipelinedWriter:
                 give_up_seconds=self._target.throttling_give_up_seconds,
             )  # fmt: skip
         return writer
+
+
+def put_or_delete(
+    writer: PipelinedWriter, states: Iterable[tuple[Item, Item | None]], renames: Mapping[str, str]
+) -> tuple[int, int]:
+    """Write each key's state, given as (keys, image): put the image, or delete the key when the
+    image is None. Attributes are renamed as the target names them (key attributes included).
+    Returns (puts, deletes) queued; `writer.close()` still has to confirm them.
+    """
+    puts = deletes = 0
+    for keys, image in states:
+        if image is None:
+            writer.delete(rename_attributes(keys, renames, tuple(keys)))
+            deletes += 1
+        else:
+            writer.put(rename_attributes(image, renames, tuple(keys)))
+            puts += 1
+    return puts, deletes

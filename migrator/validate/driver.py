@@ -18,7 +18,8 @@ from pyspark.errors.exceptions.captured import CapturedException
 from pyspark.sql import SparkSession
 
 from migrator import aws
-from migrator.config import LoadedConfig, MigratorConfig, Validation
+from migrator.config import LoadedConfig, MigratorConfig
+from migrator.config.document import Validation
 from migrator.errors import TargetTableNotFound, UnsupportedFeature, ValidationFailed
 from migrator.export.plan import plan_import
 from migrator.plan import SnapshotPlan, plan_snapshot, planned_units

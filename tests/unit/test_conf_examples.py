@@ -30,4 +30,4 @@ def test_example_loads_without_warnings(path, monkeypatch):
         monkeypatch.setenv(name, value)
     loaded = load_config(str(path))
     assert loaded.warnings == ()
-    assert loaded.config.source.table and loaded.config.target.table
+    assert loaded.config.source.table and loaded.config.target.name

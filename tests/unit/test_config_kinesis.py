@@ -8,8 +8,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 import yaml
 
-from migrator import config as config_module
 from migrator.config import KinesisStreamChanges, parse_config
+from migrator.config import kinesis as kinesis_config
 from migrator.errors import ConfigError
 
 FILE = "kinesis.yaml"
@@ -20,7 +20,7 @@ NOW = datetime(2026, 4, 13, 8, 0, tzinfo=timezone.utc)
 @pytest.fixture(autouse=True)
 def fixed_clock_and_environment(monkeypatch):
     """The 5-minute rule reads the clock; the region rule reads AWS_REGION when source.region is absent."""
-    monkeypatch.setattr(config_module, "_utc_now", lambda: NOW)
+    monkeypatch.setattr(kinesis_config, "utc_now", lambda: NOW)
     monkeypatch.delenv("AWS_REGION", raising=False)
     monkeypatch.delenv("AWS_DEFAULT_REGION", raising=False)
 

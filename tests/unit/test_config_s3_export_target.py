@@ -51,7 +51,7 @@ def test_an_s3_path_gives_bucket_prefix_and_the_s3_connection():
     assert (block.is_s3, block.bucket, block.prefix) == (True, "my-bucket", "exports/orders")
     spec = block.client_spec("target")
     assert spec.region == "eu-west-1" and spec.s3_addressing_style == "path"
-    assert block.table == "s3://my-bucket/exports/orders"  # where a target table's name goes (Spark app name)
+    assert block.name == "s3://my-bucket/exports/orders"  # what logs and the Spark application call it
 
 
 @pytest.mark.parametrize("path, bucket, prefix", [

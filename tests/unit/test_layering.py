@@ -108,3 +108,10 @@ def test_the_layering_check_sees_an_import_that_goes_up(tmp_path):
     bad.write_text("from migrator.run import migrate\nfrom migrator import cli\n")
     assert imported_modules(bad) == {"migrator.run", "migrator.run.migrate", "migrator.cli", "migrator"}
     assert layer_of("migrator.items") > layer_of("migrator.run") > layer_of("migrator.cli")
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith("migrator.replicate")))
+def test_the_replication_imports_nothing_of_the_table_copy(module):
+    """snapshot and replicate share a layer; `run` orders the two, so the replication needs
+    nothing of the table copy's code (run and cli, above both, are covered by the layers)."""
+    assert sorted(name for name in imported_modules(MODULES[module]) if name.startswith("migrator.snapshot")) == []

@@ -1,15 +1,22 @@
-"""The driver-side helpers of replication: errors out of Spark, and the iterator age (no Spark here)."""
+"""The helpers of replication: errors out of Spark, the iterator age, the reader's rows (no Spark here)."""
 
 from __future__ import annotations
 
+import json
 import time
 
+from all_types import FIXTURE, all_types_items
 from migrator.errors import CheckpointError, MigratorError
-from migrator.replicate.query import ApplyOutcome, _iterator_age, _query_error
+from migrator.items import key_of, to_dynamodb_json
+from migrator.replicate.apply import ApplyOutcome
+from migrator.replicate.datasource import _change_row, _skipped_row, change_of, skipped_of
+from migrator.replicate.query import _iterator_age, _query_error
+from migrator.stream.kinesis_records import OTHER_TABLE, SkippedRecord
+from migrator.stream.records import PUT, ChangeRecord
 
 PYTHON_WORKER_FAILURE = """An exception was thrown from the Python worker:
 Traceback (most recent call last):
-  File "/work/main/migrator/replicate/query.py", line 165, in read
+  File "/work/main/migrator/replicate/datasource.py", line 165, in read
     records = read_shard(
   File "/work/main/migrator/source/dynamodb_streams.py", line 154, in _get_records
     raise _checkpoint_or_translated(exc, shard_id, None, "reading") from exc
@@ -75,3 +82,24 @@ def test_caught_up_is_a_trigger_that_found_nothing_new_never_the_start():
     assert not _caught_up(status("Waiting for next trigger", data=True))  # the last one applied a batch
     assert not _caught_up(status("Initializing sources"))  # before the first trigger
     assert not _caught_up(status("Getting offsets from dynamodb_changes", active=True))
+
+
+def test_a_change_crosses_the_row_between_reader_and_apply_unchanged():
+    """The reader's row carries the feed's ChangeRecord itself: every type, 38-digit numbers,
+    binary and sets come back bit-exact, and a Kinesis order keeps its three parts."""
+    documents = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    for document, item in zip(documents, all_types_items()):
+        keys = {name: item[name] for name in ("pk", "sk")}
+        change = ChangeRecord(
+            key=key_of(keys, ("pk", "sk")), keys=keys, operation=PUT, new_image=item, shard_id="shard-1",
+            sequence_number="49590338271490256608559692538361571095921575989136588898", created_at=1.5,
+            order=(1_700_000_000_000_000, 2, 49590338271490256608559692538361571095921575989136588898),
+        )  # fmt: skip
+        row = _change_row(change)
+        back = change_of({"change": bytearray(row[0]), "skipped": row[1]})
+        assert back == change and back.order == change.order and back.new_image == item
+        assert to_dynamodb_json(back.new_image) == document
+
+    skipped = _skipped_row(SkippedRecord("Kinesis record 7 of shard s: a change of table 'other'", OTHER_TABLE))
+    row = {"change": skipped[0], "skipped": skipped[1]}
+    assert change_of(row) is None and skipped_of(row).startswith(f"{OTHER_TABLE}: Kinesis record 7")

@@ -6,7 +6,7 @@ import yaml
 
 from migrator.config import parse_config
 from migrator.connection import ClientSpec
-from migrator.replicate.query import ApplyTask, _lookup_units, _may_look_up, partition_share, replication_rates
+from migrator.replicate.apply import ApplyTask, _lookup_units, may_look_up, partition_share, replication_rates
 from migrator.source.dynamodb_streams import StreamInfo
 
 
@@ -38,7 +38,7 @@ def _stream(view_type: str) -> StreamInfo:
 
 
 def test_only_streams_of_keys_or_old_images_need_lookups():
-    assert [_may_look_up(_stream(v)) for v in ("KEYS_ONLY", "OLD_IMAGE", "NEW_IMAGE", "NEW_AND_OLD_IMAGES")] == [
+    assert [may_look_up(_stream(v)) for v in ("KEYS_ONLY", "OLD_IMAGE", "NEW_IMAGE", "NEW_AND_OLD_IMAGES")] == [
         True, True, False, False]
 
 

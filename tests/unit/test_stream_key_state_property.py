@@ -3,9 +3,10 @@
 and batches that read a few records of each shard at a time. Whatever the delivery, each key ends
 at its newest change, as long as a late record is within the key state's window of its shard.
 
-The batches are applied as `migrator.replicate.query` applies them: the key state drops keys whose
-newest change in the batch is not newer than the one applied, `collapse` keeps each remaining
-key's newest change, and the state records the batch with the shards still behind the tip.
+The batches are applied as `migrator.replicate.query` and `migrator.replicate.apply` apply them:
+the key state drops keys whose newest change in the batch is not newer than the one applied,
+`collapse` keeps each remaining key's newest change, and the state records the batch with the
+shards still behind the tip.
 """
 
 from __future__ import annotations

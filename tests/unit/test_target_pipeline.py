@@ -10,7 +10,7 @@ from migrator.connection import ClientSpec
 from migrator.errors import Throttled
 from migrator.ratelimit import CapacityLimiter
 from migrator.target import pipeline
-from migrator.target.pipeline import PipelinedWriter
+from migrator.target.pipeline import PipelinedWriter, put_or_delete
 
 
 class FakeTable:
@@ -62,6 +62,19 @@ def test_every_put_and_delete_is_written_and_counted(table):
     assert sorted(table.items) == sorted(f"k{n}" for n in range(1, 100, 2))
     assert counters.items == 100 and counters.requests == 15  # ceil(100 / 7) batches
     assert table.largest_batch == 7
+
+
+def test_a_state_with_an_image_is_put_renamed_and_one_without_deletes_its_key(table):
+    with writer() as w:
+        w.put({"pk": {"S": "gone"}})
+    with writer() as w:
+        done = put_or_delete(
+            w, [({"pk": {"S": "kept"}}, {"pk": {"S": "kept"}, "old": {"N": "1"}}), ({"pk": {"S": "gone"}}, None)],
+            {"old": "new"},
+        )  # fmt: skip
+
+    assert done == (1, 1)
+    assert table.items == {"kept": {"pk": {"S": "kept"}, "new": {"N": "1"}}}
 
 
 def test_items_that_stay_unprocessed_past_the_targets_give_up_time_raise_throttled(monkeypatch):

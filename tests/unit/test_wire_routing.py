@@ -42,7 +42,7 @@ SCOPE = re.compile(r"Credential=[^/]+/\d{8}/(?P<region>[^/]+)/(?P<service>[^/]+)
 class Environment:
     name: str
     host: str  # where the request must go: a check on the oracle itself
-    region: str | None = None  # the config's region, or AWS_REGION (config.py puts either in ClientSpec.region)
+    region: str | None = None  # the config's region, or AWS_REGION (the config block's client_spec puts either in ClientSpec.region)
     endpoint_url: str | None = None  # the config's endpoint (ClientSpec.endpoint_url)
     env: dict[str, str] = field(default_factory=dict)
     aws_config: str = ""  # the shared config file (~/.aws/config)

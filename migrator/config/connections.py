@@ -1,0 +1,112 @@
+"""How a block reaches its service: endpoint, region, credentials (or a role to assume), pool settings.
+
+Every source and target block, and savepoints kept in S3, extend `ConnectedBlock`, whose
+`client_spec` is the picklable `migrator.connection.ClientSpec` executors build clients from.
+Credentials are `Secret`s from the moment they are read, so no message or log can print them.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, Field, model_validator
+
+from migrator.config.base import ConfigModel
+from migrator.connection import ClientSpec
+from migrator.redact import REDACTED, Secret
+
+# Paths under these schemes are reached through boto3 with a block's region, endpoint and credentials.
+S3_SCHEMES = ("s3", "s3a")
+
+
+def _to_secret(value: Any) -> Any:
+    if value is None or isinstance(value, Secret):
+        return value
+    if not isinstance(value, str):
+        raise ValueError("must be a string")
+    if value == REDACTED:
+        raise ValueError(
+            "is '<redacted>': this file is a savepoint, whose credentials are removed; "
+            "put the credentials back or delete the key to use the default AWS credential chain"
+        )
+    return Secret(value)
+
+
+SecretValue = Annotated[Secret, BeforeValidator(_to_secret)]
+
+
+class Endpoint(ConfigModel):
+    host: str = Field(min_length=1)
+    port: int | None = Field(default=None, ge=1, le=65535)
+
+    @property
+    def url(self) -> str:
+        """`host` may be bare or carry a scheme; bare hosts get https:// like AWS SDKs do."""
+        base = self.host.rstrip("/")
+        if "://" not in base:
+            base = f"https://{base}"
+        return f"{base}:{self.port}" if self.port else base
+
+
+class AssumeRole(ConfigModel):
+    arn: str = Field(pattern=r"^arn:[a-z-]+:iam::\d{12}:role/.+$")
+    session_name: str = "dynamodb-migrator"
+
+
+class Credentials(ConfigModel):
+    access_key: SecretValue | None = None
+    secret_key: SecretValue | None = None
+    session_token: SecretValue | None = None
+    assume_role: AssumeRole | None = None
+
+    @model_validator(mode="after")
+    def _keys_come_in_pairs(self) -> "Credentials":
+        if (self.access_key is None) != (self.secret_key is None):
+            raise ValueError("accessKey and secretKey must be given together")
+        if self.session_token is not None and self.access_key is None:
+            raise ValueError("sessionToken needs accessKey and secretKey")
+        return self
+
+
+class AlternatorOptions(ConfigModel):
+    """ScyllaDB Migrator's Alternator connection settings; only two change anything here.
+
+    The others are dropped with a warning before validation (see COMPAT_ONLY_KEYS).
+    """
+
+    max_connections: int | None = Field(default=None, ge=1)
+    connection_timeout_ms: int | None = Field(default=None, ge=1)
+
+
+class ConnectedBlock(ConfigModel):
+    """Endpoint, region and credentials: shared by every source and target block."""
+
+    region: str | None = None
+    endpoint: Endpoint | None = None
+    credentials: Credentials | None = None
+
+    @model_validator(mode="after")
+    def _assume_role_needs_region(self):
+        if self.credentials and self.credentials.assume_role and not self.region:
+            raise ValueError("region is required with credentials.assumeRole")
+        return self
+
+    def client_spec(self, label: str) -> ClientSpec:
+        """The picklable connection description executors build clients from."""
+        creds = self.credentials or Credentials()
+        region = self.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+        if region is None and self.endpoint is not None:
+            region = "us-east-1"  # custom endpoints ignore the region, but botocore needs one
+        return ClientSpec(
+            label=label,
+            endpoint_url=self.endpoint.url if self.endpoint else None,
+            region=region,
+            access_key=creds.access_key,
+            secret_key=creds.secret_key,
+            session_token=creds.session_token,
+            role_arn=creds.assume_role.arn if creds.assume_role else None,
+            role_session_name=(
+                creds.assume_role.session_name if creds.assume_role else "dynamodb-migrator"
+            ),
+        )
