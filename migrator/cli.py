@@ -1,9 +1,11 @@
-"""Command line: `jobs/migrate.py --config FILE`; one clear line and an exit code on failure.
+"""Command line: `jobs/migrate.py --config FILE` and `jobs/validate.py --config FILE [--report FILE]`;
+one clear line and an exit code on failure.
 
 Exit codes: 0 done (or replication stopped by Ctrl+C or SIGTERM), 1 the migration failed while
 running, 2 bad input (config, tables, credentials, endpoints) or a failed start (Spark,
 metricsPort, any OSError before Spark runs) found before anything was written, 130 interrupted
-by Ctrl+C and 143 by SIGTERM before the snapshot or import finished.
+by Ctrl+C and 143 by SIGTERM before the snapshot or import finished. The validator: 0 the
+tables are equal, 1 differences remain, 2 bad input, 3 the validation could not finish.
 """
 
 from __future__ import annotations
@@ -11,11 +13,13 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from dataclasses import dataclass
+from typing import Callable
 
 from pyspark.errors import PySparkRuntimeError
 
 from migrator import __version__
-from migrator.config import load_config
+from migrator.config import LoadedConfig, load_config
 from migrator.errors import MigratorError, StartupFailed, describe_os_error
 from migrator.spark import create_session, forward_sigterm_to_the_driver, leave_ctrl_c_to_the_driver
 from migrator.stopping import Terminated, exit_code, handle_sigterm_as_ctrl_c
@@ -25,6 +29,56 @@ log = logging.getLogger("migrator")
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
+
+    def migrate(loaded: LoadedConfig, spark_factory) -> tuple[str, int]:
+        from migrator import run  # imported late: a bad config must not wait for pyspark's import
+
+        return run.migrate(loaded, spark_factory).render(), 0
+
+    return _command(args, MIGRATION, migrate)
+
+
+def validate_main(argv: list[str] | None = None) -> int:
+    """`jobs/validate.py --config FILE [--report FILE]`: exit 0 equal, 1 differences remain,
+    2 bad input, 3 the validation could not finish, 130/143 interrupted."""
+    args = _parse_args(argv, validating=True)
+
+    def validate(loaded: LoadedConfig, spark_factory) -> tuple[str, int]:
+        from migrator.validate import driver  # imported late, as the migration's run
+
+        summary = driver.validate(loaded, spark_factory, args.report)
+        return summary.render(), summary.exit_code
+
+    return _command(args, VALIDATION, validate)
+
+
+@dataclass(frozen=True)
+class _Job:
+    """What a command is called in messages and the Spark UI, and what a rerun does."""
+
+    name: str
+    on_interrupt: str
+    rerun: str
+    spark_app: str
+
+
+MIGRATION = _Job(
+    "migration",
+    "copied segments are saved in the savepoint; rerun the same command to resume "
+    "(an S3 export being written is not resumed: delete its unfinished folder, named above, first)",
+    "rerun the same command to resume",
+    "dynamodb-migrator",
+)
+VALIDATION = _Job(
+    "validation",
+    "nothing was reported; rerun the same command to validate again",
+    "rerun the same command",
+    "dynamodb-migrator validation",
+)
+
+
+def _command(args: argparse.Namespace, job: _Job, work: Callable[[LoadedConfig, Callable], tuple[str, int]]) -> int:
+    """Load the config and run `work` with a Spark factory; one line and an exit code on failure."""
     _configure_logging(args.log_level)
     handle_sigterm_as_ctrl_c()
     spark_started = False  # until then, every check runs before anything is written
@@ -32,44 +86,37 @@ def main(argv: list[str] | None = None) -> int:
         loaded = load_config(args.config)
         for warning in loaded.warnings:
             log.warning(warning)
-        from migrator import run  # imported late: a bad config must not wait for pyspark's import
-
         forward_sigterm_to_the_driver()  # spark-submit's JVM runs already: SIGTERM during the checks too
 
         def spark_factory():
             nonlocal spark_started
-            session = _start_spark(f"dynamodb-migrator {loaded.config.source.table} → {loaded.config.target.name}")
+            session = _start_spark(f"{job.spark_app} {loaded.config.source.table} → {loaded.config.target.name}")
             spark_started = True
             return session
 
-        summary = run.migrate(loaded, spark_factory)
+        output, code = work(loaded, spark_factory)
     except MigratorError as exc:
         print(f"error: {exc}", file=sys.stderr, flush=True)
         return exc.exit_code
     except OSError as exc:  # a local failure no layer translated: still one line, never a traceback
         log.debug("unexpected OSError", exc_info=True)
-        return _report_os_error(exc, spark_started)
+        return _report_os_error(exc, spark_started, job)
     except KeyboardInterrupt as stop:
         how = "terminated (SIGTERM)" if isinstance(stop, Terminated) else "interrupted"
-        print(
-            f"{how}: copied segments are saved in the savepoint; rerun the same command to resume "
-            "(an S3 export being written is not resumed: delete its unfinished folder, named above, first)",
-            file=sys.stderr,
-            flush=True,
-        )
+        print(f"{how}: {job.on_interrupt}", file=sys.stderr, flush=True)
         return exit_code(stop)
-    print(summary.render(), flush=True)
-    return 0
+    print(output, flush=True)
+    return code
 
 
-def _report_os_error(exc: OSError, spark_started: bool) -> int:
+def _report_os_error(exc: OSError, spark_started: bool, job: _Job) -> int:
     """One line for an OSError; exit 2 when it came before Spark started, when nothing was written yet."""
     if not spark_started:
-        error = StartupFailed("starting the migration", describe_os_error(exc), "Fix the cause and run again")
+        error = StartupFailed(f"starting the {job.name}", describe_os_error(exc), "Fix the cause and run again")
         print(f"error: {error}", file=sys.stderr, flush=True)
         return error.exit_code
     print(
-        f"error: the migration failed: {describe_os_error(exc)}; fix the cause and rerun the same command to resume",
+        f"error: the {job.name} failed: {describe_os_error(exc)}; fix the cause and {job.rerun}",
         file=sys.stderr,
         flush=True,
     )
@@ -93,10 +140,16 @@ def _start_spark(app_name: str):
     return session
 
 
-def _parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="migrate.py", description="Copy a DynamoDB table to DynamoDB or ScyllaDB Alternator."
-    )
+def _parse_args(argv: list[str] | None, validating: bool = False) -> argparse.Namespace:
+    if validating:
+        parser = argparse.ArgumentParser(
+            prog="validate.py", description="Compare a migration's target with its source, key by key."
+        )
+        parser.add_argument("--report", help="write the JSON report to this file")
+    else:
+        parser = argparse.ArgumentParser(
+            prog="migrate.py", description="Copy a DynamoDB table to DynamoDB or ScyllaDB Alternator."
+        )
     parser.add_argument("--config", required=True, help="YAML configuration file")
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     parser.add_argument("--version", action="version", version=f"dynamodb-migrator {__version__}")

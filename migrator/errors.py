@@ -19,9 +19,12 @@
     ├── TargetError
     │   ├── TargetSchemaMismatch     existing target has other keys
     │   ├── SameTable                the target is the source table itself
+    │   ├── TargetTableNotFound      validating a target table that does not exist
     │   ├── ExportPathError          target.path cannot take an S3 export (found before writing)
     │   │   └── ExportExists         target.path already holds an export, finished or not
     │   └── ExportUnfinished         writing an S3 export failed part way; says what to delete
+    ├── ReportUnwritable             the validation report's path cannot be written
+    ├── ValidationFailed             a validation could not finish (exit 3: neither equal nor different)
     ├── SavepointError               a savepoint cannot be read, written or honoured
     │   ├── RecordedTargetMissing    units recorded as copied, but the target table is gone
     │   └── RecordedTargetReplaced   units recorded as copied into another table of the target's name
@@ -279,6 +282,39 @@ class SameTable(TargetError):
             "nothing it should, and replicating its changes into itself would never end; nothing was written. "
             "Point target.table at another table, or target.region / target.endpoint at another place"
         )
+
+
+class TargetTableNotFound(TargetError):
+    """The validator's target table does not exist: there is nothing to compare the source with."""
+
+    def __init__(self, table: str, endpoint: str):
+        self.table = table
+        super().__init__(
+            f"target table {table!r} does not exist at {endpoint}: nothing was compared; "
+            "check target.table, target.region and target.endpoint, or run the migration first"
+        )
+
+
+class ReportUnwritable(MigratorError):
+    """The path given to --report cannot take the validation report."""
+
+    exit_code = 2
+
+    def __init__(self, path: str, reason: str):
+        self.path = path
+        super().__init__(f"cannot write the validation report to {path}: {reason}; pass --report a writable file path")
+
+
+class ValidationFailed(MigratorError):
+    """The validation could not finish (a scan or a repair failed): its answer is neither "equal" (exit 0)
+    nor "differences remain" (exit 1), so it exits 3."""
+
+    exit_code = 3
+
+    def __init__(self, source: str, target: str, cause: str):
+        self.source = source
+        self.target = target
+        super().__init__(f"validating {source!r} against {target!r} failed: {cause}; fix the cause and run it again")
 
 
 class SavepointError(MigratorError):

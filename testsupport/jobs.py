@@ -32,14 +32,23 @@ def run_in_process(config_path: Path, spark_session):
     return migrate(load_config(str(config_path)), lambda: spark_session).snapshot
 
 
-def run_job(config_path: Path, *, spark_submit: bool = False, master: str = "local[2]", env=None, timeout=600):
-    """Run jobs/migrate.py as a user would, as a separate process; returns CompletedProcess."""
+def run_job(
+    config_path: Path,
+    *,
+    spark_submit: bool = False,
+    master: str = "local[2]",
+    env=None,
+    timeout=600,
+    job: str = "migrate.py",
+    args: tuple[str, ...] = (),
+):
+    """Run jobs/migrate.py (or another `job`, with `args`) as a user would, as a separate process; returns CompletedProcess."""
     if spark_submit:
         command = [str(Path(sys.executable).parent / "spark-submit"), "--master", master]
         command += ["--driver-java-options", f"-Dlog4j2.configurationFile={REPO / 'conf' / 'log4j2.properties'}"]
     else:
         command = [sys.executable]
-    command += [str(REPO / "jobs" / "migrate.py"), "--config", str(config_path)]
+    command += [str(REPO / "jobs" / job), "--config", str(config_path), *args]
     return subprocess.run(
         command,
         cwd=REPO,

@@ -55,9 +55,18 @@ class Rename(ConfigModel):
 
 
 class Validation(ConfigModel):
-    failures_to_fetch: int = Field(default=100, ge=0)
-    floating_point_tolerance: float = Field(default=0.001, ge=0)
+    """jobs/validate.py's options: ScyllaDB Migrator's three keys, plus the repairs it lacks."""
+
+    failures_to_fetch: int = Field(default=100, ge=0)  # samples kept for the report
+    # Relative difference allowed between two numbers. 0: a migration must copy numbers exactly.
+    floating_point_tolerance: float = Field(default=0.0, ge=0)
+    # Repairs, each opt-in because each can undo a deliberate change made in the target.
     copy_missing_rows: bool = False
+    repair_differences: bool = False
+    delete_extra_rows: bool = False
+    # Keys that differ in the scans are read again after this delay, strongly consistent on both
+    # sides, and count only if they still differ: changes in flight (replication) settle meanwhile.
+    recheck_seconds: float = Field(default=5.0, ge=0)
 
 
 class MigratorConfig(ConfigModel):

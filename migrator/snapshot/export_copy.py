@@ -79,7 +79,7 @@ def import_file(task: FileTask) -> FileOutcome:
     counters = WriteCounters()
     renames = dict(task.writes.renames)
     with errors_returned(f"importing {task.file_key}", file_failed(task), keep=names_its_file) as caught:
-        with _local_copy(task) as copy, _writer(task.writes) as writer:
+        with local_copy(task) as copy, _writer(task.writes) as writer:
             for item in read_items(task.data_file, copy, task.output_format):
                 writer.put(rename_attributes(item, renames, task.writes.key_names))
                 items += 1
@@ -104,7 +104,7 @@ def read_changes(task: FileTask) -> Iterator[tuple[tuple[str, str], IncrementalR
     started = time.monotonic()
     count = 0
     with errors_returned(f"reading {task.file_key}", file_failed(task), keep=names_its_file) as caught:
-        with _local_copy(task) as copy:
+        with local_copy(task) as copy:
             for record in read_incremental_records(task.data_file, copy, task.output_format):
                 count += 1
                 yield (RECORD, record.key), record
@@ -138,7 +138,7 @@ def apply_changes(writes: TargetWrites, records: Iterable[IncrementalRecord]) ->
 
 
 @contextmanager
-def _local_copy(task: FileTask) -> Iterator[BinaryIO]:
+def local_copy(task: FileTask) -> Iterator[BinaryIO]:
     """The data file on this executor's disk, its MD5 checked against the manifest line."""
     with tempfile.TemporaryFile(dir=_scratch_directory(), prefix="export-data-") as copy:
         try:

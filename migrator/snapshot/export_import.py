@@ -139,7 +139,7 @@ def import_export(
     recorded_target = TargetTable.of(target.description)  # a recreated target is told apart on a rerun
     ledger = UnitLedger(store, ImportProgress(source.table, config.target.table, done, recorded_target))
     ledger.start()
-    tasks = [_file_task(config, checks, data_file, number, plan) for number, data_file in pending]
+    tasks = [file_task(config, checks, data_file, number, plan) for number, data_file in pending]
     if tasks and manifests.summary.is_incremental:
         _apply_incremental(spark, tasks, plan, summary, ledger)
     elif tasks:
@@ -210,7 +210,7 @@ def raise_first_failure(tasks: list[FileTask], outcomes: list[FileOutcome]) -> N
             raise outcome.error
 
 
-def _file_task(
+def file_task(
     config: MigratorConfig, checks: ImportPreflight, data_file: DataFile, number: int, plan: ImportPlan
 ) -> FileTask:
     source: S3ExportSource = config.source

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from dataclasses import dataclass
 from decimal import Context, Decimal
 from typing import Any, Iterable, Iterator
@@ -35,7 +34,7 @@ from migrator.items import Item
 from migrator.plan import SnapshotPlan
 from migrator.ratelimit import CapacityLimiter
 from migrator.snapshot.savepoints import SavepointStore
-from migrator.snapshot.runner import cancel_jobs, plain_ctrl_c
+from migrator.snapshot.runner import cancel_jobs, failed_job_cause, plain_ctrl_c
 from migrator.source.scan import ScanCounters, scan_segment
 from migrator.target.pipeline import PipelinedWriter
 from migrator.target.tables import TableInfo
@@ -196,16 +195,9 @@ def _anti_join_and_delete(
     return deleted
 
 
-# The last line of a Python traceback that ended in one of our errors: the message after the class.
-_OUR_ERROR_LINE = re.compile(r"^migrator\.errors\.\w+: (.+)$", re.MULTILINE)
-
-
 def _failed(table: str, exc: Py4JError) -> MigratorError:
     """One line from a failed Spark job: the migrator's own error when the trace holds one."""
-    text = str(exc)
-    ours = _OUR_ERROR_LINE.findall(text)
-    cause = ours[-1].strip() if ours else (text.strip().splitlines() or [type(exc).__name__])[0]
     return MigratorError(
-        f"deleting from target table {table!r} the items the source no longer has failed: {cause[:400]}; "
+        f"deleting from target table {table!r} the items the source no longer has failed: {failed_job_cause(exc)}; "
         "rerun the same command: the copy is kept and this clean-up is done again"
     )

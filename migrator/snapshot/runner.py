@@ -11,6 +11,7 @@ the unit in the Spark UI.
 from __future__ import annotations
 
 import logging
+import re
 import signal
 import threading
 from contextlib import contextmanager
@@ -28,6 +29,7 @@ SEGMENT_ATTEMPTS = 3  # attempts per unit, segment or file
 
 Task = TypeVar("Task")
 Outcome = TypeVar("Outcome")  # has `ok` and `error` (a MigratorError, with `retryable`)
+Result = TypeVar("Result")
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,22 @@ def run_units(
             raise
 
 
+def run_action(spark: SparkSession, action: Callable[[], Result], name: str) -> Result:
+    """Run one Spark action (a `collect`) in a thread while the main thread waits for it.
+
+    Ctrl+C and SIGTERM then interrupt the main thread's wait, never a py4j call in progress,
+    which py4j would log as errors with tracebacks and whose connection would break. On any
+    interruption or failure the running jobs are cancelled and the exception goes on.
+    """
+    with plain_ctrl_c(), ThreadPoolExecutor(max_workers=1, thread_name_prefix=name) as pool:
+        future = pool.submit(action)
+        try:
+            return future.result()
+        except BaseException:
+            cancel_jobs(spark)
+            raise
+
+
 @contextmanager
 def plain_ctrl_c() -> Iterator[None]:
     """Ctrl+C raises KeyboardInterrupt without calling into the JVM.
@@ -97,6 +115,19 @@ def cancel_jobs(spark: SparkSession) -> None:
         spark.sparkContext.cancelAllJobs()
     except Py4JError:
         log.debug("could not cancel Spark jobs: the JVM is shutting down")
+
+
+# The last line of a Python traceback that ended in one of our errors: the message after the class.
+_OUR_ERROR_LINE = re.compile(r"^migrator\.errors\.\w+: (.+)$", re.MULTILINE)
+
+
+def failed_job_cause(exc: Py4JError) -> str:
+    """The cause of a failed Spark job in one line: the migrator's own error when the trace holds one
+    (an error raised inside a task reaches the driver only as the text of its traceback)."""
+    text = str(exc)
+    ours = _OUR_ERROR_LINE.findall(text)
+    cause = ours[-1].strip() if ours else (text.strip().splitlines() or [type(exc).__name__])[0]
+    return cause[:400]
 
 
 def _run_unit(

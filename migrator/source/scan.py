@@ -57,7 +57,7 @@ def scan_segment(
         with translated("scanning", f"source table {table!r} (segment {segment} of {total_segments})"):
             response = client.scan(**request)
         items = response.get("Items", [])
-        units = _read_units(response if report_capacity else {}, items, consistent_read)
+        units = read_units(response if report_capacity else {}, items, consistent_read)
         limiter.spend(units)
         counters.pages += 1
         counters.items += len(items)
@@ -71,11 +71,12 @@ def scan_segment(
         request["ExclusiveStartKey"] = last_key
 
 
-def _read_units(response: dict[str, Any], items: list[Item], consistent_read: bool) -> float:
+def read_units(response: dict[str, Any], items: list[Item], consistent_read: bool) -> float:
     """Reported capacity, or an estimate from item sizes when the endpoint reports none.
 
-    A Scan costs one unit per 4 KB read, half that when eventually consistent. Callers pass
-    an empty response when capacity was not asked for: some endpoints report it anyway.
+    A Scan or GetItem costs one unit per started 4 KB read (at least one), half that when
+    eventually consistent. Callers pass an empty response when capacity was not asked for:
+    some endpoints report it anyway.
     """
     consumed = response.get("ConsumedCapacity")
     if consumed and "CapacityUnits" in consumed:
@@ -109,3 +110,18 @@ def scan_task_segment(task: SegmentScan, counters: ScanCounters, start_key: Item
         report_capacity=task.source_reports_capacity,
         start_key=start_key,
     )
+
+
+def read_item(
+    client: Any, table: str, key: Item, *, limiter: CapacityLimiter, report_capacity: bool = True
+) -> Item | None:
+    """The item under `key` as it is now (a strongly consistent GetItem), or None; paced by `limiter`."""
+    limiter.acquire(1.0)  # a read costs at least one unit; the rest is settled once known
+    request: dict[str, Any] = {"TableName": table, "Key": key, "ConsistentRead": True}
+    if report_capacity:
+        request["ReturnConsumedCapacity"] = "TOTAL"
+    with translated("reading from", f"table {table!r}"):
+        response = client.get_item(**request)
+    item = response.get("Item")
+    limiter.settle(read_units(response if report_capacity else {}, [item] if item else [], True) - 1.0)
+    return item

@@ -26,6 +26,7 @@ from migrator.errors import (
     RecordedTargetReplaced,
     RenameCollision,
     ResourceNotFound,
+    ReportUnwritable,
     SameTable,
     SavepointError,
     SegmentExportFailed,
@@ -38,8 +39,10 @@ from migrator.errors import (
     TargetError,
     Throttled,
     TargetSchemaMismatch,
+    TargetTableNotFound,
     TransientAwsError,
     UnsupportedFeature,
+    ValidationFailed,
 )
 
 # One instance of every error class, with the attributes its constructor sets.
@@ -75,6 +78,9 @@ EXAMPLES: list[tuple[MigratorError, dict[str, object]]] = [
     (ExportUnfinished("s3://b/p/AWSDynamoDB/01714557600000-abcdef12/", "copying scan segment 1 of 4: denied"),
      {"folder": "s3://b/p/AWSDynamoDB/01714557600000-abcdef12/"}),
     (SameTable("Orders", "AWS region eu-west-1"), {"table": "Orders"}),
+    (TargetTableNotFound("Orders", "AWS region eu-west-1"), {"table": "Orders"}),
+    (ReportUnwritable("/tmp/r.json", "permission denied"), {"path": "/tmp/r.json"}),
+    (ValidationFailed("src", "dst", "scanning source table 'src': denied"), {"source": "src", "target": "dst"}),
     (SavepointError("savepoint is damaged"), {}),
     (RecordedTargetMissing(3, "segments", "./savepoints/s.yaml", "tgt"), {"table": "tgt"}),
     (RecordedTargetReplaced(3, "segments", "s3://b/s.yaml", "tgt", "its TableId is b, the savepoint recorded a"),

@@ -1,0 +1,256 @@
+"""The validator's work on executors: read each side, then judge, recheck and repair each key of the join.
+
+A table is scanned segment by segment, paced like the snapshot's Scan (`scan_segment` with the
+task's share of the side's read rate); an S3 export is read a data file per task, as its import
+reads it. Source items are renamed as the migration renames them, so they meet the target's
+items under the target's names, and those the migration skips as expired are marked so. Keys
+meet in a Spark full outer join on the canonical key (numbers by value), so neither side is
+gathered on the driver. What differs is read again by key after a delay (`_second_look`), and
+only what still differs is counted and repaired.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Iterable, Iterator
+
+from migrator.connection import ClientSpec
+from migrator.errors import MigratorError
+from migrator.export.decode import read_items
+from migrator.items import Item, is_expired, rename_attributes
+from migrator.ratelimit import CapacityLimiter
+from migrator.snapshot.export_copy import FileTask, local_copy
+from migrator.snapshot.prune import canonical_key
+from migrator.source.scan import ScanCounters, read_item, scan_segment
+from migrator.target.pipeline import PipelinedWriter
+from migrator.task_boundary import errors_returned
+from migrator.validate.compare import differing_attributes
+from migrator.validate.report import DIFFERENT, EXTRA, MISSING, Sample, Tally
+from migrator.wire import wire_client
+
+# What a side's read yields for one item: (canonical key, (item under the target's names, expired)).
+Entry = tuple[Item, bool]
+# Canonical keys are JSON objects ("{..."): a key starting with FAILED carries a read's failure.
+FAILED = "!failed "
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A side's read that failed on an executor, carried to the driver inside a Tally."""
+
+    error: MigratorError
+
+
+@dataclass(frozen=True)
+class SideScan:
+    """How to scan one side: plain values only, shipped to the executors."""
+
+    spec: ClientSpec
+    table: str
+    total_segments: int
+    read_units_per_second: float | None
+    report_capacity: bool
+    key_names: tuple[str, ...]  # as this side names them
+    renames: tuple[tuple[str, str], ...] = ()  # the source's renames; none for the target
+    ttl_attribute: str | None = None  # the source's TTL attribute when expired items are skipped
+    consistent_read: bool = False
+
+
+@dataclass(frozen=True)
+class KeyCheck:
+    """How to judge, recheck and repair the keys of one partition of the join."""
+
+    key_names: tuple[str, ...]  # the target's key attributes: what the samples show
+    source: SideScan | None  # None when the source cannot be read again (an S3 export): no recheck
+    target: SideScan
+    tolerance: float
+    failures_to_fetch: int
+    recheck_seconds: float
+    copy_missing: bool
+    repair_differences: bool
+    delete_extra: bool
+    batch_size: int
+    write_units_per_second: float | None
+
+    @property
+    def repairs(self) -> bool:
+        return self.copy_missing or self.repair_differences or self.delete_extra
+
+
+# A key that differs at first sight: (canonical key, source item or None, target item or None).
+Difference = tuple[str, Item | None, Item | None]
+
+
+def scan_side(scan: SideScan, segments: Iterable[int]) -> Iterator[tuple[str, Entry | Failure]]:
+    """Every item of these segments under the target's names, by canonical key, marked when expired;
+    a failure ends the task's pairs as one `failed` pair instead of raising (`migrator.task_boundary`)."""
+    segments = list(segments)
+    with errors_returned(f"scanning table {scan.table!r}") as caught:
+        yield from _scanned(scan, segments)
+    if caught.error is not None:
+        yield failed(f"table {scan.table} segments {segments}", caught.error)
+
+
+def _scanned(scan: SideScan, segments: list[int]) -> Iterator[tuple[str, Entry]]:
+    target_key_names = _target_key_names(scan)
+    limiter = CapacityLimiter(scan.read_units_per_second)
+    for segment in segments:
+        pages = scan_segment(
+            wire_client(scan.spec), scan.table, segment, scan.total_segments, limiter=limiter,
+            counters=ScanCounters(), consistent_read=scan.consistent_read, report_capacity=scan.report_capacity,
+        )  # fmt: skip
+        for page in pages:
+            now = time.time()
+            for item in page:
+                renamed, expired = _as_target_names(scan, item, now)
+                yield canonical_key({name: renamed[name] for name in target_key_names}), (renamed, expired)
+
+
+def failed(what: str, error: MigratorError) -> tuple[str, Failure]:
+    """The pair that carries a read's failure through the join to `check_keys`, under a key no item has."""
+    return f"{FAILED}{what}", Failure(error)
+
+
+def _as_target_names(scan: SideScan, item: Item, now: float) -> Entry:
+    """The item renamed as the migration renames it, and whether the migration skips it as expired."""
+    expired = is_expired(item, scan.ttl_attribute, now)
+    return rename_attributes(item, dict(scan.renames), scan.key_names), expired
+
+
+def read_export_side(
+    tasks: Iterable[FileTask], renames: tuple[tuple[str, str], ...], key_names: tuple[str, ...]
+) -> Iterator[tuple[str, Entry | Failure]]:
+    """Every item of these data files of a full S3 export, renamed, by canonical key; each file's MD5
+    checked first. A failure (a damaged file) ends the task's pairs as one `failed` pair.
+
+    An export holds what the table held at export time, expired or not, and its import copies
+    everything: no item is skipped as expired.
+    """
+    tasks = list(tasks)
+    with errors_returned(f"reading {len(tasks)} export data files") as caught:
+        yield from _exported(tasks, dict(renames), key_names)
+    if caught.error is not None:
+        yield failed(f"export files {[task.number for task in tasks]}", caught.error)
+
+
+def _exported(tasks: list[FileTask], renames: dict[str, str], key_names: tuple[str, ...]) -> Iterator[tuple[str, Entry]]:
+    target_key_names = _renamed_names(renames, key_names)
+    for task in tasks:
+        with local_copy(task) as copy:
+            for item in read_items(task.data_file, copy, task.output_format):
+                renamed = rename_attributes(item, renames, key_names)
+                yield canonical_key({name: renamed[name] for name in target_key_names}), (renamed, False)
+
+
+def _target_key_names(scan: SideScan) -> tuple[str, ...]:
+    return _renamed_names(dict(scan.renames), scan.key_names)
+
+
+def _renamed_names(renames: dict[str, str], names: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(renames.get(name, name) for name in names)
+
+
+def check_keys(check: KeyCheck, pairs: Iterable[tuple[str, tuple[Entry | None, Entry | None]]]) -> Iterator[Tally]:
+    """Classify each key of the join (missing, extra, different, equal, expired), recheck what differs,
+    repair what is asked; one Tally. Never raises (`migrator.task_boundary`): a failure comes back in it."""
+    tally = Tally(check.failures_to_fetch)
+    with errors_returned("checking keys") as caught:
+        differences = _first_look(check, pairs, tally)
+        if check.recheck_seconds and check.source is not None:
+            differences = _second_look(check, [(order, _key(check, s or t)) for order, s, t in differences], tally)
+        if check.repairs:
+            with _writer(check) as writer:
+                _settle(check, differences, tally, writer)
+        else:
+            _settle(check, differences, tally, None)
+    tally.error = caught.error
+    yield tally
+
+
+def _first_look(check: KeyCheck, pairs, tally: Tally) -> Iterator[Difference]:
+    """The keys that differ in the scans; counts the items read, the equal ones and the expired ones."""
+    for order, (source, target) in pairs:
+        if order.startswith(FAILED):
+            raise (source or target).error  # a read failed: its Tally carries the error home
+        tally.source_items += source is not None
+        tally.target_items += target is not None
+        difference = _judged(check, order, source, target, tally)
+        if difference is not None:
+            yield difference
+
+
+def _judged(check: KeyCheck, order: str, source: Entry | None, target: Entry | None, tally: Tally) -> Difference | None:
+    """None when the key is settled (equal, or an expired source item: neither missing nor compared)."""
+    if source is not None and source[1]:
+        tally.skipped_expired += 1
+        return None
+    source_item = source[0] if source is not None else None
+    target_item = target[0] if target is not None else None
+    if source_item is not None and target_item is not None and not differing_attributes(
+        source_item, target_item, check.tolerance
+    ):
+        tally.equal += 1
+        return None
+    if source_item is None and target_item is None:  # gone from both sides by the recheck: they agree
+        tally.equal += 1
+        return None
+    return order, source_item, target_item
+
+
+def _second_look(check: KeyCheck, keys: list[tuple[str, Item]], tally: Tally) -> Iterator[Difference]:
+    """After `recheck_seconds`, the keys that still differ read with strongly consistent GetItem on both
+    sides: a change in flight (replication running) reached one side's scan and not the other's."""
+    if not keys:
+        return
+    time.sleep(check.recheck_seconds)  # the delay is the point: writes in flight land meanwhile
+    source_limiter = CapacityLimiter(check.source.read_units_per_second)
+    target_limiter = CapacityLimiter(check.target.read_units_per_second)
+    for order, key in keys:
+        source = _reread(check.source, key, source_limiter)
+        target = _reread(check.target, key, target_limiter)
+        difference = _judged(check, order, source, target, tally)
+        if difference is not None:
+            yield difference
+
+
+def _reread(scan: SideScan, key: Item, limiter: CapacityLimiter) -> Entry | None:
+    """The side's item under `key` (target names) as it is now, renamed and marked like a scanned one."""
+    renames = dict(scan.renames)
+    own_key = {name: key[renames.get(name, name)] for name in scan.key_names}
+    item = read_item(wire_client(scan.spec), scan.table, own_key, limiter=limiter, report_capacity=scan.report_capacity)
+    return None if item is None else _as_target_names(scan, item, time.time())
+
+
+def _writer(check: KeyCheck) -> PipelinedWriter:
+    return PipelinedWriter(
+        check.target.spec, check.target.table, batch_size=check.batch_size,
+        limiter=CapacityLimiter(check.write_units_per_second), report_capacity=check.target.report_capacity,
+    )  # fmt: skip
+
+
+def _settle(check: KeyCheck, differences: Iterable[Difference], tally: Tally, writer: PipelinedWriter | None) -> None:
+    """Count and sample each confirmed difference, and repair it when asked."""
+    for order, source, target in differences:
+        if source is None:
+            kind, repair = EXTRA, check.delete_extra
+            tally.extra += 1
+        elif target is None:
+            kind, repair = MISSING, check.copy_missing
+            tally.missing += 1
+        else:
+            kind, repair = DIFFERENT, check.repair_differences
+            tally.different += 1
+        attributes = tuple(differing_attributes(source, target, check.tolerance)) if kind == DIFFERENT else ()
+        tally.sample(Sample(order, kind, _key(check, source or target), attributes))
+        if writer is None or not repair:
+            continue
+        if kind == EXTRA:
+            writer.delete(_key(check, target))
+        else:
+            writer.put(source)
+        tally.repaired[kind] += 1
+
+
+def _key(check: KeyCheck, item: Item) -> Item:
+    return {name: item[name] for name in check.key_names}
