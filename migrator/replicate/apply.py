@@ -35,6 +35,7 @@ from migrator.stream.records import DELETE, ChangeRecord
 from migrator.target import tables
 from migrator.target.pipeline import PipelinedWriter, put_or_delete
 from migrator.target.writer import WriteCounters
+from migrator.task_boundary import errors_returned
 from migrator.wire import wire_client
 
 # How much unspent capacity a partition's write or lookup pacing may save up (see _apply).
@@ -103,17 +104,16 @@ def apply_partition(task: ApplyTask, rows: Iterator[Any]) -> Iterator[ApplyOutco
         dropped["stale"] = len(stale)
         changes = [c for c in changes if key_repr(c.key) not in task.stale_keys]
     counters = WriteCounters()
-    try:
+    puts = deletes = 0
+
+    def failed(cause: str, retryable: bool) -> MigratorError:  # a bug or an untranslated client error
+        return MigratorError(f"applying changes to target table {task.target_table!r} failed: {cause[:300]}")
+
+    with errors_returned("applying changes", failed, keep=lambda error: True) as caught:
         # Filter before collapsing: a dropped TTL deletion must not hide the put before it.
         wanted = drop_filtered(changes, task.skip_ttl_deletions, task.skip_replicated_writes)
         puts, deletes = _apply(task, collapse(wanted), counters)
-        error = None
-    except MigratorError as exc:
-        puts = deletes = 0
-        error = exc
-    except Exception as exc:  # a bug or an untranslated client error: still one clear line
-        puts = deletes = 0
-        error = MigratorError(f"applying changes to target table {task.target_table!r} failed: {type(exc).__name__}: {str(exc)[:300]}")
+    error = caught.error
     newest = max((c.created_at for c in changes), default=0.0)
     newest_by_shard: dict[str, float] = {}
     for change in changes:
