@@ -15,6 +15,7 @@ from pyspark.sql import SparkSession
 
 from migrator import aws
 from migrator.config import LoadedConfig, MigratorConfig
+from migrator.driver_region import with_the_drivers_region
 from migrator.errors import CheckpointError, RecordedTargetMissing, RecordedTargetReplaced, SavepointError
 from migrator.metrics import ReplicationMetrics
 from migrator.replicate import chaining, checkpoint, replay_start
@@ -56,7 +57,7 @@ def migrate(
 
     `should_stop` ends replication without Ctrl+C (notebooks and tests).
     """
-    loaded = aws.with_the_drivers_region(loaded)  # executors call the region the checks called
+    loaded = with_the_drivers_region(loaded)  # executors call the region the checks called
     config = loaded.config
     spark_factory = _once(spark_factory)
     if config.imports_export:

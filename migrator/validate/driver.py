@@ -17,8 +17,8 @@ from py4j.protocol import Py4JError
 from pyspark.errors.exceptions.captured import CapturedException
 from pyspark.sql import SparkSession
 
-from migrator import aws
 from migrator.config import LoadedConfig, MigratorConfig
+from migrator.driver_region import with_the_drivers_region
 from migrator.config.document import Validation
 from migrator.errors import TargetTableNotFound, UnsupportedFeature, ValidationFailed
 from migrator.export.plan import plan_import
@@ -42,7 +42,7 @@ def validate(
 ) -> ValidationSummary:
     """Compare the source and the target key by key in both directions; repair what the config asks."""
     started = time.monotonic()
-    loaded = aws.with_the_drivers_region(loaded)  # executors call the region the checks called
+    loaded = with_the_drivers_region(loaded)  # executors call the region the checks called
     config = loaded.config
     if config.writes_export:
         raise UnsupportedFeature(

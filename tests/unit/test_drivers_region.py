@@ -2,7 +2,7 @@
 
 On a cluster the driver resolves a region from its environment or profile (AWS_REGION, a profile
 in ~/.aws/config); an executor on another node may have another one, or none (botocore then has
-no region, or the node's own). `aws.with_the_drivers_region` writes the driver's resolution into
+no region, or the node's own). `driver_region.with_the_drivers_region` writes the driver's resolution into
 every connection block that names neither region nor endpoint, so the specs executors receive
 carry it. Here the driver and the executor are two environments of one process.
 """
@@ -15,6 +15,7 @@ import pytest
 
 from migrator import aws
 from migrator.config import load_config
+from migrator.driver_region import with_the_drivers_region
 
 CONFIG = """\
 source:
@@ -52,7 +53,7 @@ def test_an_executor_without_the_drivers_profile_calls_the_drivers_region(clean_
     driver_profile.write_text("[default]\nregion = ap-south-1\n")
     clean_environment.setenv("AWS_CONFIG_FILE", str(driver_profile))  # on the driver
     config = loaded(tmp_path)
-    pinned = aws.with_the_drivers_region(config).config
+    pinned = with_the_drivers_region(config).config
     unpinned_spec = config.config.source.client_spec("source")
 
     clean_environment.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))  # on an executor: no profile
@@ -65,7 +66,7 @@ def test_an_executor_without_the_drivers_profile_calls_the_drivers_region(clean_
 def test_a_region_or_an_endpoint_in_the_config_is_kept(clean_environment, tmp_path):
     clean_environment.setenv("AWS_REGION", "ap-south-1")
     config = loaded(tmp_path, "region: eu-west-1", "endpoint: {host: http://localhost, port: 8000}")
-    pinned = aws.with_the_drivers_region(config).config
+    pinned = with_the_drivers_region(config).config
     assert pinned.source.region == "eu-west-1"
     assert pinned.target.region is None and pinned.target.endpoint is not None
     assert pinned.target.client_spec("target") == config.config.target.client_spec("target")
@@ -73,13 +74,13 @@ def test_a_region_or_an_endpoint_in_the_config_is_kept(clean_environment, tmp_pa
 
 def test_without_a_region_on_the_driver_nothing_changes(clean_environment, tmp_path):
     config = loaded(tmp_path)
-    assert aws.with_the_drivers_region(config) is config
+    assert with_the_drivers_region(config) is config
 
 
 def test_pinning_keeps_the_rest_of_the_config_and_its_secrets(clean_environment, tmp_path):
     clean_environment.setenv("AWS_REGION", "eu-central-1")
     config = loaded(tmp_path, "credentials: {accessKey: AKIAPINNED, secretKey: pinned-secret}")
-    pinned = aws.with_the_drivers_region(config)
+    pinned = with_the_drivers_region(config)
     assert pinned.raw == config.raw and pinned.redacted_raw == config.redacted_raw
     spec = pinned.config.source.client_spec("source")
     assert spec.region == "eu-central-1" and spec.secret_key.reveal() == "pinned-secret"

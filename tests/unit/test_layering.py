@@ -26,7 +26,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         {"run"},
         {"snapshot", "replicate", "validate"},
         {"plan", "source", "stream", "target", "export"},
-        {"items", "aws", "wire", "throttling", "ratelimit", "metrics", "spark", "stopping", "hadoop_files", "task_boundary"},
+        {"items", "aws", "wire", "throttling", "ratelimit", "metrics", "spark", "stopping", "hadoop_files", "task_boundary", "driver_region"},
         {"config", "errors", "redact", "connection"},
     )
 )
@@ -115,3 +115,18 @@ def test_the_replication_imports_nothing_of_the_table_copy(module):
     """snapshot and replicate share a layer; `run` orders the two, so the replication needs
     nothing of the table copy's code (run and cli, above both, are covered by the layers)."""
     assert sorted(name for name in imported_modules(MODULES[module]) if name.startswith("migrator.snapshot")) == []
+
+
+# What a snapshot's executor task loads: boto3 and the job's own code, never the driver's config
+# models (pydantic, PyYAML), which scripts/package.py does not ship to executors.
+EXECUTOR_COPY_PATH = [
+    "migrator.snapshot.segment_copy", "migrator.snapshot.outcomes", "migrator.task_boundary", "migrator.aws",
+    "migrator.wire", "migrator.source.scan", "migrator.target.writer", "migrator.target.pipeline",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("module", EXECUTOR_COPY_PATH)
+def test_the_copys_executor_modules_need_no_driver_only_package(module):
+    probe = f"import sys, {module}\nprint(sorted(m for m in sys.modules if m.split('.')[0] in {{'pydantic', 'yaml'}}))\n"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert result.stdout.strip() == "[]"
