@@ -134,7 +134,10 @@ def apply_changes(writes: TargetWrites, records: Iterable[IncrementalRecord]) ->
             # A deleted item's record has no image (`IncrementalRecord.is_delete`): its key is deleted.
             puts, deletes = put_or_delete(writer, ((record.keys, record.new_image) for record in records), renames)
             counters = writer.close()
-    yield ChangesOutcome(puts, deletes, counters.retries, counters.unprocessed_retries, caught.error)
+    yield ChangesOutcome(
+        puts=puts, deletes=deletes, written=puts + deletes, retries=counters.retries,
+        unprocessed_retries=counters.unprocessed_retries, error=caught.error,
+    )  # fmt: skip
 
 
 @contextmanager

@@ -48,6 +48,7 @@ from migrator.snapshot.preflight import Preflight, describe_live_source
 from migrator.snapshot.progress import ProgressReporter, SnapshotSummary
 from migrator.snapshot.outcomes import SegmentFileOutcome
 from migrator.snapshot.segment_export import SegmentFileTask, export_segment
+from migrator.snapshot.segment_read import read_settings
 from migrator.snapshot.runner import UnitJobs, run_units
 from migrator.target.export_folder import ExportFolder, local_size_bytes, refuse_existing, write_object
 from migrator.target.hadoop_folder import HadoopFolder
@@ -197,19 +198,12 @@ def _task(
     config: MigratorConfig, checks: ExportWritePreflight, total: int, read_units: float, export_dir: str, segment: int
 ) -> SegmentFileTask:
     return SegmentFileTask(
-        source=config.source.client_spec("source"),
-        source_table=config.source.table,
-        folder=checks.target,
-        data_file=export_dir + data_file_name(segment),
+        **read_settings(config, checks),
         segment=segment,
         total_segments=total,
-        renames=tuple(config.rename_map.items()),
-        key_names=checks.key_names,
-        ttl_attribute=checks.ttl_attribute,
-        copy_expired_items=config.source.copy_expired_items,
-        consistent_read=config.source.consistent_read,
         read_units_per_second=read_units,
-        source_reports_capacity=not config.source.strips_consumed_capacity,
+        folder=checks.target,
+        data_file=export_dir + data_file_name(segment),
     )
 
 

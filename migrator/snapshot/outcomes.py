@@ -14,14 +14,14 @@ from migrator.export.manifest import DataFile
 from migrator.items import Item
 
 
-@dataclass(frozen=True)
-class SegmentOutcome:
-    """What copying one segment did, or the error that stopped it."""
+@dataclass(frozen=True, kw_only=True)
+class UnitOutcome:
+    """What every unit of the copy reports, whatever its kind, or the error that stopped it.
 
-    segment: int
-    scanned: int = 0
+    Keyword-only, so each kind's own fields (its segment or file first) stay positional.
+    """
+
     written: int = 0
-    skipped_expired: int = 0
     retries: int = 0
     unprocessed_retries: int = 0
     seconds: float = 0.0
@@ -30,6 +30,15 @@ class SegmentOutcome:
     @property
     def ok(self) -> bool:
         return self.error is None
+
+
+@dataclass(frozen=True)
+class SegmentOutcome(UnitOutcome):
+    """What copying one segment did, or the error that stopped it."""
+
+    segment: int
+    scanned: int = 0
+    skipped_expired: int = 0
 
 
 @dataclass(frozen=True)
@@ -48,28 +57,16 @@ class SegmentFileOutcome(SegmentOutcome):
 
 
 @dataclass(frozen=True)
-class FileOutcome:
+class FileOutcome(UnitOutcome):
     """What importing (or reading) one data file did, or the error that stopped it."""
 
     file_key: str
     items: int = 0  # lines read
-    written: int = 0
-    retries: int = 0
-    unprocessed_retries: int = 0
-    seconds: float = 0.0
-    error: MigratorError | None = field(default=None)
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
 
 
 @dataclass(frozen=True)
-class ChangesOutcome:
-    """What one partition of an incremental export's newest records did."""
+class ChangesOutcome(UnitOutcome):
+    """What one partition of an incremental export's newest records did (`written` is puts + deletes)."""
 
     puts: int = 0
     deletes: int = 0
-    retries: int = 0
-    unprocessed_retries: int = 0
-    error: MigratorError | None = field(default=None)

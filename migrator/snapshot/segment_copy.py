@@ -12,34 +12,23 @@ from dataclasses import dataclass
 
 from migrator.connection import ClientSpec
 from migrator.errors import SegmentFailed
-from migrator.items import is_expired, rename_attributes
 from migrator.ratelimit import CapacityLimiter
 from migrator.snapshot.outcomes import SegmentOutcome
-from migrator.source.scan import ScanCounters, scan_task_segment
+from migrator.snapshot.segment_read import SegmentRead, live_pages
+from migrator.source.scan import ScanCounters
 from migrator.target.pipeline import PipelinedWriter
 from migrator.target.writer import WriteCounters
 from migrator.task_boundary import errors_returned
 
 
 @dataclass(frozen=True)
-class SegmentTask:
-    """Everything an executor needs to copy one segment; plain values only."""
+class SegmentTask(SegmentRead):
+    """Everything an executor needs to copy one segment: the segment to read and the table to write."""
 
-    source: ClientSpec
     target: ClientSpec
-    source_table: str
     target_table: str
-    segment: int
-    total_segments: int
-    renames: tuple[tuple[str, str], ...] = ()
-    key_names: tuple[str, ...] = ()  # the source's key attributes: name an item in errors
-    ttl_attribute: str | None = None
-    copy_expired_items: bool = False
-    consistent_read: bool = False
-    read_units_per_second: float | None = None
     write_units_per_second: float | None = None
     batch_size: int = 25
-    source_reports_capacity: bool = True
     target_reports_capacity: bool = True
 
 
@@ -72,19 +61,14 @@ def _copy(task: SegmentTask, scan_counters: ScanCounters, write_counters: WriteC
     One request at a time per task leaves the service waiting on the client; overlapping
     the next Scan page with several writes keeps it busy (`PipelinedWriter`).
     """
-    renames = dict(task.renames)
-    pages = scan_task_segment(task, scan_counters)
     skipped = 0
     with PipelinedWriter(
         task.target, task.target_table, batch_size=task.batch_size,
         limiter=CapacityLimiter(task.write_units_per_second), report_capacity=task.target_reports_capacity,
     ) as writer:  # fmt: skip
-        for page in pages:
-            now = time.time()
-            for item in page:
-                if not task.copy_expired_items and is_expired(item, task.ttl_attribute, now):
-                    skipped += 1
-                    continue
-                writer.put(rename_attributes(item, renames, task.key_names))
+        for live, expired in live_pages(task, scan_counters):
+            skipped += expired
+            for item in live:
+                writer.put(item)
         write_counters.add(writer.close())  # raises the first write failure
     return skipped

@@ -13,34 +13,23 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from migrator.connection import ClientSpec
 from migrator.errors import MigratorError, SegmentExportFailed
 from migrator.export.manifest import DataFile
 from migrator.export.output import DataFileEncoder
-from migrator.items import Item, is_expired, item_size_bytes, rename_attributes
+from migrator.items import Item, item_size_bytes
 from migrator.snapshot.outcomes import SegmentFileOutcome
-from migrator.source.scan import ScanCounters, scan_task_segment
+from migrator.snapshot.segment_read import SegmentRead, live_pages
+from migrator.source.scan import ScanCounters
 from migrator.target.export_folder import ExportFolder, open_data_file
 from migrator.task_boundary import errors_returned
 
 
 @dataclass(frozen=True)
-class SegmentFileTask:
-    """Everything an executor needs to write one segment's data file; plain values only."""
+class SegmentFileTask(SegmentRead):
+    """Everything an executor needs to write one segment's data file: the segment to read and the file."""
 
-    source: ClientSpec
-    source_table: str
     folder: ExportFolder
     data_file: str  # relative to the folder: AWSDynamoDB/<export id>/data/segment-000003.json.gz
-    segment: int
-    total_segments: int
-    renames: tuple[tuple[str, str], ...] = ()
-    key_names: tuple[str, ...] = ()  # the source's key attributes: name an item in errors
-    ttl_attribute: str | None = None
-    copy_expired_items: bool = False
-    consistent_read: bool = False
-    read_units_per_second: float | None = None
-    source_reports_capacity: bool = True
     # A piece of the segment (a Hadoop folder): Scan after start_key, and stop after the page that
     # takes the file to max_file_bytes; the outcome's resume_key says where the next piece starts.
     start_key: Item | None = None
@@ -86,17 +75,9 @@ def export_segment(task: SegmentFileTask) -> SegmentFileOutcome:
 def _write_items(task: SegmentFileTask, encoder: DataFileEncoder, counters: ScanCounters) -> tuple[int, int]:
     """Every live item of the segment (or of the piece) into the encoder, a Scan page at a time;
     (items skipped, item bytes). `counters.resume_key` then says whether the segment is done."""
-    renames = dict(task.renames)
     skipped = item_bytes = 0
-    pages = scan_task_segment(task, counters, task.start_key)
-    for page in pages:
-        now = time.time()
-        live = []
-        for item in page:
-            if not task.copy_expired_items and is_expired(item, task.ttl_attribute, now):
-                skipped += 1
-                continue
-            live.append(rename_attributes(item, renames, task.key_names))
+    for live, expired in live_pages(task, counters, task.start_key):
+        skipped += expired
         item_bytes += sum(item_size_bytes(item) for item in live)
         encoder.write_items(live)
         if task.max_file_bytes is not None and encoder.size_bytes >= task.max_file_bytes:

@@ -23,6 +23,7 @@ from migrator.snapshot.progress import ProgressReporter, SnapshotSummary
 from migrator.snapshot.runner import UnitJobs, run_units
 from migrator.snapshot.savepoints import ResumePoint, SavepointStore, UnitLedger, SnapshotProgress, TargetTable
 from migrator.snapshot.segment_copy import SegmentTask, copy_segment
+from migrator.snapshot.segment_read import read_settings
 from migrator.target import tables
 from migrator.target.tables import TableInfo
 
@@ -114,21 +115,14 @@ def copy_table(
 
 def _task(config: MigratorConfig, plan: SnapshotPlan, checks: TableCopyPreflight, segment: int) -> SegmentTask:
     return SegmentTask(
-        source=config.source.client_spec("source"),
-        target=config.target.client_spec("target"),
-        source_table=config.source.table,
-        target_table=config.target.table,
+        **read_settings(config, checks),
         segment=segment,
         total_segments=plan.total_segments,
-        renames=tuple(config.rename_map.items()),
-        key_names=checks.key_names,
-        ttl_attribute=checks.ttl_attribute,
-        copy_expired_items=config.source.copy_expired_items,
-        consistent_read=config.source.consistent_read,
         read_units_per_second=plan.read_units_per_task,
+        target=config.target.client_spec("target"),
+        target_table=config.target.table,
         write_units_per_second=plan.write_units_per_task,
         batch_size=config.target.batch_size,
-        source_reports_capacity=not config.source.strips_consumed_capacity,
         target_reports_capacity=not config.target.strips_consumed_capacity,
     )
 

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Iterator, Protocol
+from typing import Any, Iterator
 
 from migrator.aws import retries_of, translated
-from migrator.connection import ClientSpec
 from migrator.items import Item, item_size_bytes
 from migrator.ratelimit import CapacityLimiter
-from migrator.wire import wire_client
 
 
 @dataclass
@@ -83,33 +81,6 @@ def read_units(response: dict[str, Any], items: list[Item], consistent_read: boo
         return float(consumed["CapacityUnits"])
     units = math.ceil(sum(item_size_bytes(item) for item in items) / 4096) or 1
     return units if consistent_read else units / 2
-
-
-class SegmentScan(Protocol):
-    """What an executor task says about the segment it scans (a copy's or an export's task)."""
-
-    source: ClientSpec
-    source_table: str
-    segment: int
-    total_segments: int
-    read_units_per_second: float | None
-    consistent_read: bool
-    source_reports_capacity: bool
-
-
-def scan_task_segment(task: SegmentScan, counters: ScanCounters, start_key: Item | None = None) -> Iterator[list[Item]]:
-    """The task's segment through the lean client, from `start_key`, paced at the task's share of the read rate."""
-    return scan_segment(
-        wire_client(task.source),
-        task.source_table,
-        task.segment,
-        task.total_segments,
-        limiter=CapacityLimiter(task.read_units_per_second),
-        counters=counters,
-        consistent_read=task.consistent_read,
-        report_capacity=task.source_reports_capacity,
-        start_key=start_key,
-    )
 
 
 def read_item(

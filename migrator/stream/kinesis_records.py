@@ -36,16 +36,16 @@ from typing import Any, Mapping
 
 from migrator.items import from_dynamodb_json, key_of
 from migrator.stream.records import (
-    DELETE,
     PUT,
     ChangeRecord,
     _is_replicated,
     _is_ttl_identity,
+    checked_keys,
+    operation_of,
 )
 
 EVENT_SOURCE = "aws:dynamodb"
 PRECISIONS = ("MILLISECOND", "MICROSECOND")
-_OPERATION_OF_EVENT = {"INSERT": PUT, "MODIFY": PUT, "REMOVE": DELETE}
 _MICROS_PER = {"MILLISECOND": 1_000, "MICROSECOND": 1}
 # Without a precision field (records from before the setting existed carry milliseconds), the
 # magnitude decides: 10**14 is year 5138 in milliseconds and 1973 in microseconds.
@@ -93,14 +93,8 @@ def from_kinesis_record(
     if table is not None and document.get("tableName") not in (None, table):
         raise SkippedRecord(f"{where}: a change of table {document.get('tableName')!r}, not {table!r}", OTHER_TABLE)
     change = document["dynamodb"]
-    event_name = document.get("eventName")
-    operation = _OPERATION_OF_EVENT.get(event_name)
-    if operation is None:
-        raise ValueError(f"{where}: unknown eventName {event_name!r}")
-    keys = from_dynamodb_json(change.get("Keys") or {})
-    missing = [name for name in key_names if name not in keys]
-    if missing:
-        raise ValueError(f"{where}: Keys lacks the key attribute(s) {', '.join(missing)}")
+    operation = operation_of(document.get("eventName"), where)
+    keys = checked_keys(from_dynamodb_json(change.get("Keys") or {}), key_names, where)
     new_image = None
     if operation == PUT and change.get("NewImage") is not None:
         new_image = from_dynamodb_json(change["NewImage"])

@@ -95,14 +95,8 @@ def from_dynamodb_stream_record(
     change = record["dynamodb"]
     sequence_number = change["SequenceNumber"]
     where = f"stream record {sequence_number} of shard {shard_id}"
-    event_name = record.get("eventName")
-    operation = _OPERATION_OF_EVENT.get(event_name)
-    if operation is None:
-        raise ValueError(f"{where}: unknown eventName {event_name!r}")
-    keys = dict(change.get("Keys") or {})
-    missing = [name for name in key_names if name not in keys]
-    if missing:
-        raise ValueError(f"{where}: Keys lacks the key attribute(s) {', '.join(missing)}")
+    operation = operation_of(record.get("eventName"), where)
+    keys = checked_keys(dict(change.get("Keys") or {}), key_names, where)
     new_image = None
     if operation == PUT and view_type in VIEW_TYPES_WITH_NEW_IMAGE and change.get("NewImage") is not None:
         new_image = dict(change["NewImage"])
@@ -119,6 +113,22 @@ def from_dynamodb_stream_record(
         needs_lookup=operation == PUT and new_image is None,
         replicated=_is_replicated(record.get("userIdentity"), change, region),
     )
+
+
+def operation_of(event_name: Any, where: str) -> str:
+    """PUT or DELETE for a record's eventName (the same three names in both kinds of stream)."""
+    operation = _OPERATION_OF_EVENT.get(event_name)
+    if operation is None:
+        raise ValueError(f"{where}: unknown eventName {event_name!r}")
+    return operation
+
+
+def checked_keys(keys: Item, key_names: tuple[str, ...], where: str) -> Item:
+    """A record's Keys, refused when a key attribute of the table is not among them."""
+    missing = [name for name in key_names if name not in keys]
+    if missing:
+        raise ValueError(f"{where}: Keys lacks the key attribute(s) {', '.join(missing)}")
+    return keys
 
 
 def stream_record_from_json(document: Mapping[str, Any]) -> dict[str, Any]:
