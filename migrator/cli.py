@@ -19,7 +19,8 @@ from typing import Callable
 from pyspark.errors import PySparkRuntimeError
 
 from migrator import __version__
-from migrator.config import LoadedConfig, load_config
+from migrator.config import LoadedConfig, parse_config
+from migrator.config_text import read_config_text
 from migrator.errors import MigratorError, StartupFailed, describe_os_error
 from migrator.spark import create_session, forward_sigterm_to_the_driver, leave_ctrl_c_to_the_driver
 from migrator.stopping import Terminated, exit_code, handle_sigterm_as_ctrl_c
@@ -83,7 +84,7 @@ def _command(args: argparse.Namespace, job: _Job, work: Callable[[LoadedConfig, 
     handle_sigterm_as_ctrl_c()
     spark_started = False  # until then, every check runs before anything is written
     try:
-        loaded = load_config(args.config)
+        loaded = parse_config(read_config_text(args.config), args.config)
         for warning in loaded.warnings:
             log.warning(warning)
         forward_sigterm_to_the_driver()  # spark-submit's JVM runs already: SIGTERM during the checks too
@@ -150,7 +151,9 @@ def _parse_args(argv: list[str] | None, validating: bool = False) -> argparse.Na
         parser = argparse.ArgumentParser(
             prog="migrate.py", description="Copy a DynamoDB table to DynamoDB or ScyllaDB Alternator."
         )
-    parser.add_argument("--config", required=True, help="YAML configuration file")
+    parser.add_argument(
+        "--config", required=True, help="YAML configuration file: a local path, s3://bucket/key or any Hadoop URI"
+    )
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     parser.add_argument("--version", action="version", version=f"dynamodb-migrator {__version__}")
     return parser.parse_args(argv)

@@ -41,11 +41,14 @@ def run_job(
     timeout=600,
     job: str = "migrate.py",
     args: tuple[str, ...] = (),
+    spark_conf: dict[str, str] | None = None,
 ):
     """Run jobs/migrate.py (or another `job`, with `args`) as a user would, as a separate process; returns CompletedProcess."""
     if spark_submit:
         command = [str(Path(sys.executable).parent / "spark-submit"), "--master", master]
         command += ["--driver-java-options", f"-Dlog4j2.configurationFile={REPO / 'conf' / 'log4j2.properties'}"]
+        for key, value in (spark_conf or {}).items():
+            command += ["--conf", f"{key}={value}"]
     else:
         command = [sys.executable]
     command += [str(REPO / "jobs" / job), "--config", str(config_path), *args]

@@ -1,0 +1,73 @@
+"""`--config` read from where an EMR step keeps it: S3 (through the client factory, as boto3 finds
+the endpoint and credentials) or any Hadoop filesystem (through spark-submit's JVM), so no copy
+step runs before the job. A location that cannot be read is one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+
+from testsupport.endpoint import TEST_ACCESS_KEY, TEST_REGION, TEST_SECRET_KEY, put_items, scan_all, side
+from testsupport.hdfs import HDFS_ON_LOCAL_DISK, hdfs_uri
+from testsupport.jobs import assert_one_clear_line, run_job
+from testsupport.sample_data import create_sample_table, make_items
+
+pytestmark = pytest.mark.integration
+
+ITEMS = 40
+
+
+def driver_environment(endpoint_url: str) -> dict[str, str]:
+    """The driver's own environment on a cluster node: its credentials, region and (here) S3 endpoint."""
+    return {
+        "AWS_ENDPOINT_URL_S3": endpoint_url,
+        "AWS_ACCESS_KEY_ID": TEST_ACCESS_KEY,
+        "AWS_SECRET_ACCESS_KEY": TEST_SECRET_KEY,
+        "AWS_DEFAULT_REGION": TEST_REGION,
+    }
+
+
+def a_copy(dynamodb, endpoint_url: str, table_name) -> tuple[str, str, str]:
+    source, target = table_name("config-location"), table_name("config-location-copy")
+    create_sample_table(dynamodb, source)
+    put_items(dynamodb, source, make_items(ITEMS))
+    return source, target, yaml.safe_dump({"source": side(endpoint_url, source), "target": side(endpoint_url, target)})
+
+
+def test_a_config_in_s3_runs_the_migration(dynamodb, s3, endpoint_url, table_name):
+    source, target, text = a_copy(dynamodb, endpoint_url, table_name)
+    bucket = f"configs-{uuid.uuid4().hex[:8]}"
+    s3.create_bucket(Bucket=bucket)
+    s3.put_object(Bucket=bucket, Key="steps/orders.yaml", Body=text.encode())
+
+    finished = run_job(f"s3://{bucket}/steps/orders.yaml", env=driver_environment(endpoint_url), timeout=300)
+
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    assert sorted(map(str, scan_all(dynamodb, target))) == sorted(map(str, scan_all(dynamodb, source)))
+
+
+def test_a_config_on_a_hadoop_filesystem_runs_the_migration(dynamodb, endpoint_url, table_name, tmp_path: Path):
+    source, target, text = a_copy(dynamodb, endpoint_url, table_name)
+    (tmp_path / "orders.yaml").write_text(text)
+
+    finished = run_job(hdfs_uri(tmp_path / "orders.yaml"), spark_submit=True, spark_conf={
+        f"spark.hadoop.{key}": value for key, value in HDFS_ON_LOCAL_DISK.items()
+    }, timeout=300)  # fmt: skip
+
+    assert finished.returncode == 0, (finished.stdout + finished.stderr)[-3000:]
+    assert sorted(map(str, scan_all(dynamodb, target))) == sorted(map(str, scan_all(dynamodb, source)))
+
+
+def test_a_config_location_that_cannot_be_read_is_one_line_and_exit_2(s3, endpoint_url):
+    bucket = f"configs-{uuid.uuid4().hex[:8]}"
+    s3.create_bucket(Bucket=bucket)
+    missing = f"s3://{bucket}/steps/missing.yaml"
+
+    finished = run_job(missing, env=driver_environment(endpoint_url), timeout=120)
+
+    assert finished.returncode == 2, finished.stderr[-3000:]
+    assert_one_clear_line(finished, [missing, "cannot read the config file", "s3:GetObject"])
