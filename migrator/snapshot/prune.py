@@ -25,6 +25,7 @@ from decimal import Context, Decimal
 from typing import Any, Iterable, Iterator
 
 from py4j.protocol import Py4JError
+from pyspark.errors.exceptions.captured import CapturedException
 from pyspark.sql import SparkSession
 
 from migrator.config import MigratorConfig
@@ -34,7 +35,7 @@ from migrator.items import Item
 from migrator.plan import SnapshotPlan
 from migrator.ratelimit import CapacityLimiter
 from migrator.snapshot.savepoints import SavepointStore
-from migrator.snapshot.runner import cancel_jobs, failed_job_cause, plain_ctrl_c
+from migrator.snapshot.runner import failed_job_cause, run_action
 from migrator.source.scan import ScanCounters, scan_segment
 from migrator.target.pipeline import PipelinedWriter
 from migrator.target.tables import TableInfo
@@ -182,20 +183,17 @@ def _anti_join_and_delete(
     )
     target_keys = sc.parallelize(segments, partitions).mapPartitions(lambda part: scan_keys(target, part))
     stale = target_keys.subtractByKey(source_keys, partitions).values()
-    try:
-        with plain_ctrl_c():
-            deleted = sum(stale.mapPartitions(lambda keys: delete_keys(deletion, keys)).collect())
-    except Py4JError as exc:
+    deletes = stale.mapPartitions(lambda keys: delete_keys(deletion, keys))
+    try:  # Ctrl+C and SIGTERM cancel the Spark job; the clean-up stays owed
+        deleted = sum(run_action(spark, deletes.collect, "prune"))
+    except (Py4JError, CapturedException) as exc:  # Spark itself failed, or a delete did on an executor
         raise _failed(target.table, exc) from None
-    except BaseException:  # Ctrl+C, SIGTERM: stop the Spark job; the clean-up stays owed
-        cancel_jobs(spark)
-        raise
     _settled(store)
     log.info("deleted %d items of target table %r that source table %r no longer has", deleted, target.table, source.table)
     return deleted
 
 
-def _failed(table: str, exc: Py4JError) -> MigratorError:
+def _failed(table: str, exc: Exception) -> MigratorError:
     """One line from a failed Spark job: the migrator's own error when the trace holds one."""
     return MigratorError(
         f"deleting from target table {table!r} the items the source no longer has failed: {failed_job_cause(exc)}; "

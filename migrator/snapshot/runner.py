@@ -121,7 +121,7 @@ def cancel_jobs(spark: SparkSession) -> None:
 _OUR_ERROR_LINE = re.compile(r"^migrator\.errors\.\w+: (.+)$", re.MULTILINE)
 
 
-def failed_job_cause(exc: Py4JError) -> str:
+def failed_job_cause(exc: Exception) -> str:
     """The cause of a failed Spark job in one line: the migrator's own error when the trace holds one
     (an error raised inside a task reaches the driver only as the text of its traceback)."""
     text = str(exc)

@@ -83,6 +83,9 @@ def test_a_stop_during_the_clean_up_redoes_it_on_the_next_run(dynamodb, kinesis,
         assert job.wait(timeout=60) == 143, "".join(lines[-60:])
         target_proxy.release_held()  # hung up on once the job is gone: that delete never lands
         reader.join(timeout=10)
+        output = "".join(lines)
+        assert "Traceback" not in output and "py4j" not in output.lower(), output[-4000:]
+        assert "the clean-up" in output or "rerun" in output, output[-4000:]
 
         savepoints = tmp_path / "savepoints"
         assert deletions_owed(savepoints), "nothing says the clean-up is unfinished"
