@@ -25,6 +25,7 @@ from functools import partial
 from typing import Any
 
 from py4j.protocol import Py4JError
+from pyspark.errors.exceptions.captured import CapturedException
 from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 
@@ -49,7 +50,7 @@ from migrator.snapshot.preflight import Preflight
 from migrator.snapshot.progress import ImportReporter, ImportSummary
 from migrator.plan import planned_units
 from migrator.snapshot.savepoints import ImportProgress, SavepointStore, UnitLedger, TargetTable
-from migrator.snapshot.runner import UnitJobs, cancel_jobs, plain_ctrl_c, run_units
+from migrator.snapshot.runner import UnitJobs, failed_job_cause, run_action, run_units
 from migrator.source.s3export import ExportManifests, check_files_present, read_manifests
 from migrator.source.stream_source import describe_stream_source
 from migrator.target import tables
@@ -166,23 +167,18 @@ def _apply_incremental(
         .reduceByKey(newer, plan.concurrency)  # file outcomes have distinct keys: never reduced
         .persist(StorageLevel.MEMORY_AND_DISK)  # read once, by both jobs below
     )
-    try:
-        with plain_ctrl_c():
-            sc.setJobDescription(f"{name}: read {len(tasks)} incremental data files")
-            outcomes = newest.filter(is_file_outcome).values().collect()
-            raise_first_failure(tasks, outcomes)
-            summary.items_read = sum(outcome.items for outcome in outcomes)
-            summary.files_imported = len(outcomes)
-            log.info("import: %d records read from %d files; writing the newest of each key", summary.items_read, len(tasks))
-            sc.setJobDescription(f"{name}: write the newest record of each key")
-            writes = partial(apply_changes, tasks[0].writes)
-            results = newest.filter(is_record).values().mapPartitions(writes).collect()
-    except Py4JError as exc:  # the Spark job itself failed (executor lost, out of memory): nothing is recorded
-        cause = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
-        raise MigratorError(f"{name}: Spark job failed: {cause}; rerun to apply the export again") from None
-    except BaseException:  # a failure or Ctrl+C: stop the read or the writes still running
-        cancel_jobs(spark)
-        raise
+    try:  # Ctrl+C and SIGTERM cancel the running job; nothing is recorded
+        sc.setJobDescription(f"{name}: read {len(tasks)} incremental data files")
+        outcomes = run_action(spark, newest.filter(is_file_outcome).values().collect, "import")
+        raise_first_failure(tasks, outcomes)
+        summary.items_read = sum(outcome.items for outcome in outcomes)
+        summary.files_imported = len(outcomes)
+        log.info("import: %d records read from %d files; writing the newest of each key", summary.items_read, len(tasks))
+        sc.setJobDescription(f"{name}: write the newest record of each key")
+        writes = partial(apply_changes, tasks[0].writes)
+        results = run_action(spark, newest.filter(is_record).values().mapPartitions(writes).collect, "import")
+    except (Py4JError, CapturedException) as exc:  # the Spark job itself failed (executor lost, out of memory)
+        raise MigratorError(f"{name}: Spark job failed: {failed_job_cause(exc)}; rerun to apply the export again") from None
     finally:
         _unpersist(newest)
     for result in results:

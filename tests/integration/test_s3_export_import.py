@@ -23,7 +23,8 @@ from migrator.items import from_dynamodb_json, to_dynamodb_json
 from testsupport.all_types import KEY_SCHEMA, all_types_items, assert_same_items
 from testsupport.endpoint import TEST_REGION, list_tables, put_items, scan_all, side
 from testsupport.export_imports import TABLE_DESCRIPTION, export_source, import_config
-from testsupport.jobs import assert_one_clear_line, run_in_process, run_job, start_job, write_config
+from testsupport.faultproxy import FaultProxy
+from testsupport.jobs import assert_one_clear_line, drain, run_in_process, run_job, start_job, write_config
 from testsupport.s3_exports import (
     DYNAMODB_JSON,
     ION,
@@ -366,6 +367,35 @@ def test_rerun_after_a_failed_file_reads_only_the_files_not_yet_imported(s3, dyn
     assert (summary.files_resumed, summary.files_imported) == (5, 1)
     assert savepoint_files(tmp_path) == set(export.data_keys)
     assert_imported(items, dynamodb, target)
+
+
+def test_sigterm_while_an_incremental_export_is_written_stops_with_one_line(s3, dynamodb, endpoint_url, table_name,
+                                                                          tmp_path):  # fmt: skip
+    """spark-submit; SIGTERM while the newest records are written: exit 143 and the rerun hint, no traceback,
+    and nothing recorded, so the rerun applies the export again."""
+    target = table_name("incremental-stopped")
+    changes = [Change(key(f"k{i}", i), image(f"k{i}", i, "new"), micros=i + 1) for i in range(30)]
+    export = write_export(s3, create_bucket(s3), [DataFileSpec(incremental_lines(changes, DYNAMODB_JSON))],
+                          incremental=True)  # fmt: skip
+    with FaultProxy(endpoint_url, fault_rate=0.0) as target_proxy:
+        document = {
+            "source": export_source(endpoint_url, export.bucket, export.summary_key),
+            "target": side(target_proxy.endpoint_url, target),
+        }
+        held = target_proxy.hold_next("BatchWriteItem")
+        lines: list[str] = []
+        job = start_job(write_config(tmp_path, document))
+        reader = drain(job, lines)
+        assert held.wait(timeout=240), "".join(lines[-60:])  # the newest records are being written
+        os.kill(job.pid, signal.SIGTERM)
+        assert job.wait(timeout=60) == 143, "".join(lines[-60:])
+        target_proxy.release_held()
+        reader.join(timeout=10)
+
+    output = "".join(lines)
+    assert "terminated (SIGTERM)" in output, output[-4000:]
+    assert "Traceback" not in output, output[-4000:]
+    assert savepoint_files(tmp_path) == set()
 
 
 def test_kill_9_mid_import_then_rerun_reads_only_the_unfinished_files(s3, dynamodb, endpoint_url, spark, table_name,
