@@ -13,44 +13,63 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from pyspark.errors import PySparkRuntimeError
 
 from migrator import __version__
 from migrator.config import LoadedConfig, parse_config
 from migrator.config_text import read_config_text
-from migrator.errors import MigratorError, StartupFailed, describe_os_error
+from migrator.errors import MigratorError, StartupFailed, SummaryUnwritable, describe_os_error
 from migrator.spark import create_session, forward_sigterm_to_the_driver, leave_ctrl_c_to_the_driver
 from migrator.stopping import Terminated, exit_code, handle_sigterm_as_ctrl_c
+from migrator.summary_json import phase_json, problem_writing, write_whole
 
 log = logging.getLogger("migrator")
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
+    phases: dict[str, Any] = {}  # for --summary-json: what finished, even when a later phase fails
 
     def migrate(loaded: LoadedConfig, spark_factory) -> tuple[str, int]:
         from migrator import run  # imported late: a bad config must not wait for pyspark's import
 
-        return run.migrate(loaded, spark_factory).render(), 0
+        result = phases["result"] = run.MigrationResult()
+        return run.migrate(loaded, spark_factory, result=result).render(), 0
 
-    return _command(args, MIGRATION, migrate)
+    def finished() -> dict[str, Any]:
+        result = phases.get("result")
+        if result is None:
+            return {"stoppedIn": "checks"}
+        return {
+            "stoppedIn": result.phase,
+            "snapshot": phase_json(result.snapshot) if result.snapshot is not None else None,
+            "replication": phase_json(result.replication) if result.replication is not None else None,
+        }
+
+    return _command(args, MIGRATION, migrate, finished)
 
 
 def validate_main(argv: list[str] | None = None) -> int:
     """`jobs/validate.py --config FILE [--report FILE]`: exit 0 equal, 1 differences remain,
     2 bad input, 3 the validation could not finish, 130/143 interrupted."""
     args = _parse_args(argv, validating=True)
+    phases: dict[str, Any] = {}
 
     def validate(loaded: LoadedConfig, spark_factory) -> tuple[str, int]:
         from migrator.validate import driver  # imported late, as the migration's run
 
-        summary = driver.validate(loaded, spark_factory, args.report)
+        summary = phases["validation"] = driver.validate(loaded, spark_factory, args.report)
         return summary.render(), summary.exit_code
 
-    return _command(args, VALIDATION, validate)
+    def finished() -> dict[str, Any]:
+        summary = phases.get("validation")
+        return {"validation": {**summary.report(), "seconds": round(summary.seconds, 3)} if summary else None}
+
+    return _command(args, VALIDATION, validate, finished)
 
 
 @dataclass(frozen=True)
@@ -78,7 +97,44 @@ VALIDATION = _Job(
 )
 
 
-def _command(args: argparse.Namespace, job: _Job, work: Callable[[LoadedConfig, Callable], tuple[str, int]]) -> int:
+def _command(
+    args: argparse.Namespace,
+    job: _Job,
+    work: Callable[[LoadedConfig, Callable], tuple[str, int]],
+    finished: Callable[[], dict[str, Any]],
+) -> int:
+    """Run the command; with --summary-json, write how it ended whatever the ending."""
+    started = time.monotonic()
+    outcome = _Outcome()
+    try:
+        if args.summary_json is not None:
+            problem = problem_writing(args.summary_json)
+            if problem is not None:
+                raise SummaryUnwritable(args.summary_json, problem)
+        code = _run(args, job, work, outcome)
+    except MigratorError as exc:  # only the summary path's check: nothing ran
+        print(f"error: {exc}", file=sys.stderr, flush=True)
+        return exc.exit_code
+    if args.summary_json is not None:
+        document = {"command": job.name, "exitCode": code, "outcome": outcome.kind, "error": outcome.error,
+                    "seconds": round(time.monotonic() - started, 3), **finished()}  # fmt: skip
+        try:
+            write_whole(args.summary_json, document)
+        except OSError as exc:
+            print(f"error: {SummaryUnwritable(args.summary_json, describe_os_error(exc))}", file=sys.stderr, flush=True)
+            return code or 1
+    return code
+
+
+@dataclass
+class _Outcome:
+    """How the command ended, in words for --summary-json: done, differences, failed, bad input, interrupted."""
+
+    kind: str = "done"
+    error: str | None = None
+
+
+def _run(args: argparse.Namespace, job: _Job, work: Callable, outcome: _Outcome) -> int:
     """Load the config and run `work` with a Spark factory; one line and an exit code on failure."""
     _configure_logging(args.log_level)
     handle_sigterm_as_ctrl_c()
@@ -98,15 +154,19 @@ def _command(args: argparse.Namespace, job: _Job, work: Callable[[LoadedConfig, 
         output, code = work(loaded, spark_factory)
     except MigratorError as exc:
         print(f"error: {exc}", file=sys.stderr, flush=True)
+        outcome.kind, outcome.error = ("bad input" if exc.exit_code == 2 else "failed"), str(exc)
         return exc.exit_code
     except OSError as exc:  # a local failure no layer translated: still one line, never a traceback
         log.debug("unexpected OSError", exc_info=True)
+        outcome.kind, outcome.error = "failed", describe_os_error(exc)
         return _report_os_error(exc, spark_started, job)
     except KeyboardInterrupt as stop:
         how = "terminated (SIGTERM)" if isinstance(stop, Terminated) else "interrupted"
         print(f"{how}: {job.on_interrupt}", file=sys.stderr, flush=True)
+        outcome.kind = "terminated" if isinstance(stop, Terminated) else "interrupted"
         return exit_code(stop)
     print(output, flush=True)
+    outcome.kind = "differences" if code == 1 else "done"
     return code
 
 
@@ -153,6 +213,9 @@ def _parse_args(argv: list[str] | None, validating: bool = False) -> argparse.Na
         )
     parser.add_argument(
         "--config", required=True, help="YAML configuration file: a local path, s3://bucket/key or any Hadoop URI"
+    )
+    parser.add_argument(
+        "--summary-json", metavar="FILE", help="write how the run ended (exit code, phases, counts) as JSON to FILE"
     )
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     parser.add_argument("--version", action="version", version=f"dynamodb-migrator {__version__}")

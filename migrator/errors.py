@@ -305,6 +305,16 @@ class ReportUnwritable(MigratorError):
         super().__init__(f"cannot write the validation report to {path}: {reason}; pass --report a writable file path")
 
 
+class SummaryUnwritable(MigratorError):
+    """The path given to --summary-json cannot take the run's summary."""
+
+    exit_code = 2
+
+    def __init__(self, path: str, reason: str):
+        self.path = path
+        super().__init__(f"cannot write the summary to {path}: {reason}; pass --summary-json a writable file path")
+
+
 class ValidationFailed(MigratorError):
     """The validation could not finish (a scan or a repair failed): its answer is neither "equal" (exit 0)
     nor "differences remain" (exit 1), so it exits 3."""

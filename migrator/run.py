@@ -39,10 +39,11 @@ SparkFactory = Callable[[], SparkSession]
 
 @dataclass
 class MigrationResult:
-    """What a run did: the snapshot, the replication, or both."""
+    """What a run did: the snapshot, the replication, or both; filled in as each phase finishes."""
 
     snapshot: SnapshotSummary | ImportSummary | None = None  # a table copy or export written, or an S3 export import
     replication: ReplicationSummary | None = None
+    phase: str = "checks"  # the phase running: checks, snapshot, replication
 
     def render(self) -> str:
         return "\n".join(part.render() for part in (self.snapshot, self.replication) if part is not None)
@@ -52,18 +53,22 @@ def migrate(
     loaded: LoadedConfig,
     spark_factory: SparkFactory,
     should_stop: Callable[[ReplicationSummary], bool] | None = None,
+    result: MigrationResult | None = None,
 ) -> MigrationResult:
     """Check everything, then copy the snapshot and, when asked, replicate changes until Ctrl+C.
 
-    `should_stop` ends replication without Ctrl+C (notebooks and tests).
+    `should_stop` ends replication without Ctrl+C (notebooks and tests). `result`, when given,
+    is filled in as phases finish, so a caller still has them when a later phase fails.
     """
     loaded = with_the_drivers_region(loaded)  # executors call the region the checks called
     config = loaded.config
     spark_factory = _once(spark_factory)
+    result = result if result is not None else MigrationResult()
     if config.imports_export:
-        return _import_export(loaded, spark_factory, should_stop)
+        return _import_export(loaded, spark_factory, should_stop, result)
     if config.writes_export:
-        return MigrationResult(snapshot=_write_export(config, spark_factory))
+        result.snapshot = _write_export(config, spark_factory, result)
+        return result
     checks = preflight(config)
     store = _savepoint_store(loaded, spark_factory, _side(config.source, "source", checks.source))
     store.check_writable()
@@ -91,9 +96,9 @@ def migrate(
             reinitializations += 1
             metrics.reinitializations.inc()
     target = checks.target or _create_target(config, checks)
-    result = MigrationResult()
     while True:
         if not (streaming and config.target.skip_initial_snapshot_transfer):
+            result.phase = "snapshot"
             plan = plan_copy(config, checks.source, target, start.total_segments, spark.sparkContext.defaultParallelism)
             result.snapshot = copy_table(spark, config, plan, checks, store, start, target)
             # After a restart's re-copy: what the source deleted meanwhile goes from the target too.
@@ -106,6 +111,7 @@ def migrate(
             return result
         try:
             replay_start.check_before_replication(saved, stream)  # the snapshot may have outlasted the stream
+            result.phase = "replication"
             result.replication = replicate(spark, loaded, stream, saved.where, should_stop, metrics)
             result.replication.reinitializations = reinitializations
             return result
@@ -118,7 +124,8 @@ def migrate(
 def _import_export(
     loaded: LoadedConfig,
     spark_factory: SparkFactory,
-    should_stop: Callable[[ReplicationSummary], bool] | None = None,
+    should_stop: Callable[[ReplicationSummary], bool] | None,
+    result: MigrationResult,
 ) -> MigrationResult:
     """An S3 export into the target, in the same order as a table copy: every check first.
 
@@ -157,7 +164,8 @@ def _import_export(
         else:
             stream = chaining.open_stream(config, live)
     target = checks.target or _create_target(config, checks)
-    result = MigrationResult(snapshot=export_import.import_export(spark, config, checks, target, store, done))
+    result.phase = "snapshot"
+    result.snapshot = export_import.import_export(spark, config, checks, target, store, done)
     if saved is None:
         return result
     log.info("\n%s", result.snapshot.render())  # the run goes on: show the import's summary now
@@ -167,19 +175,23 @@ def _import_export(
         else:
             chaining.check_gap(config, live, checks.source.summary, imported=True)
     try:
+        result.phase = "replication"
         result.replication = replicate(spark, loaded, stream, saved.where, should_stop, metrics)
     except CheckpointError as exc:
         raise chaining.chained_checkpoint_error(exc, saved.where) from None
     return result
 
 
-def _write_export(config: MigratorConfig, spark_factory: SparkFactory) -> export_write.ExportWriteSummary:
+def _write_export(
+    config: MigratorConfig, spark_factory: SparkFactory, result: MigrationResult
+) -> export_write.ExportWriteSummary:
     """The source table into a new S3 export under target.path: every check first, then a data file per segment.
 
     streamChanges with this target is refused when the config loads, so this phase is the whole run.
     """
     checks = export_write.preflight(config)
     spark = spark_factory()
+    result.phase = "snapshot"
     return export_write.write_export(spark, config, checks)
 
 

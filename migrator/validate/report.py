@@ -8,11 +8,11 @@ receives little and the report names the same samples whatever the partitioning.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
 from migrator.errors import MigratorError, ReportUnwritable
+from migrator.summary_json import problem_writing, write_whole
 
 MISSING, EXTRA, DIFFERENT = "missing", "extra", "different"
 
@@ -119,22 +119,14 @@ class ValidationSummary:
 
 def check_report_path(path: str) -> None:
     """ReportUnwritable when `path` cannot take the report: found before any table is scanned."""
-    folder = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        raise ReportUnwritable(path, "it is a directory")
-    if not os.path.isdir(folder):
-        raise ReportUnwritable(path, f"its folder {folder} does not exist")
-    if not os.access(path if os.path.exists(path) else folder, os.W_OK):
-        raise ReportUnwritable(path, "permission denied")
+    problem = problem_writing(path)
+    if problem is not None:
+        raise ReportUnwritable(path, problem)
 
 
 def write_report(path: str, summary: ValidationSummary) -> None:
     """The report written whole or not at all: a reader never sees half a file."""
-    partial = f"{path}.partial"
     try:
-        with open(partial, "w", encoding="utf-8") as handle:
-            json.dump(summary.report(), handle, indent=2, ensure_ascii=False)
-            handle.write("\n")
-        os.replace(partial, path)
+        write_whole(path, summary.report())
     except OSError as exc:
         raise ReportUnwritable(path, exc.strerror or type(exc).__name__) from None

@@ -26,7 +26,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         {"run"},
         {"snapshot", "replicate", "validate"},
         {"plan", "source", "stream", "target", "export"},
-        {"items", "aws", "wire", "throttling", "ratelimit", "metrics", "spark", "stopping", "hadoop_files", "task_boundary", "driver_region", "config_text"},
+        {"items", "aws", "wire", "throttling", "ratelimit", "metrics", "spark", "stopping", "hadoop_files", "task_boundary", "driver_region", "config_text", "summary_json"},
         {"config", "errors", "redact", "connection"},
     )
 )
