@@ -96,19 +96,21 @@ def describe_os_error(exc: OSError) -> str:
 class MetricsPortUnavailable(StartupFailed):
     """metricsPort cannot be listened on: another process holds it, or this user may not open it."""
 
-    def __init__(self, port: int, exc: OSError):
+    def __init__(self, port: int, exc: OSError, host: str = "0.0.0.0"):
         self.port = port
+        on = "" if host == "0.0.0.0" else f" on metricsHost {host}"
         if isinstance(exc, OSError) and exc.errno == errno.EADDRINUSE:
             cause = "another process (a second migrator, or any other server) listens on it"
-            doing = f"metricsPort {port} is already in use"
+            doing = f"metricsPort {port}{on} is already in use"
         else:
             cause = describe_os_error(exc)
-            doing = f"metricsPort {port} cannot be opened"
+            doing = f"metricsPort {port}{on} cannot be opened"
         super().__init__(
             doing,
             cause,
             f"Ways out: set metricsPort to a free port; stop what listens on {port} (ss -ltnp 'sport = :{port}' "
-            "names it); or remove metricsPort to run without the Prometheus endpoint",
+            "names it); set metricsHost to an address of this machine; or remove metricsPort to run without "
+            "the Prometheus endpoint",
         )
 
 

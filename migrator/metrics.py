@@ -17,12 +17,15 @@ log = logging.getLogger("migrator.metrics")
 
 WARN_LAG_SECONDS = 4 * 3600
 CRITICAL_LAG_SECONDS = 12 * 3600
+# The first names, in milliseconds, kept one more release beside the seconds ones Prometheus's
+# naming conventions ask for (base units), so dashboards have time to move.
+DEPRECATED = "Deprecated, removed in the next release: use"
 
 
 class ReplicationMetrics:
     """Counters and gauges of one replication, served over HTTP when a port is given."""
 
-    def __init__(self, ready_lag_seconds: float, port: int | None = None):
+    def __init__(self, ready_lag_seconds: float, port: int | None = None, host: str = "0.0.0.0"):
         self.registry = CollectorRegistry()
         self.records = Counter(
             "migrator_stream_records_consumed", "Stream records read and applied", registry=self.registry
@@ -39,13 +42,19 @@ class ReplicationMetrics:
             ["reason"], registry=self.registry,
         )  # fmt: skip
         self.batches = Counter("migrator_batches", "Micro-batches applied", registry=self.registry)
-        self.lag_ms = Gauge("migrator_lag_ms", "Now minus the newest applied change's creation time", registry=self.registry)
+        self.lag = Gauge(
+            "migrator_lag_seconds", "Now minus the newest applied change's creation time", registry=self.registry
+        )
+        self.lag_ms = Gauge("migrator_lag_ms", f"{DEPRECATED} migrator_lag_seconds", registry=self.registry)
         self.shards_active = Gauge("migrator_shards_active", "Shards that delivered records in the last batch", registry=self.registry)
         self.ready = Gauge("migrator_ready", "1 once lag is below readyLag", registry=self.registry)
-        self.iterator_age_ms = Gauge(
-            "migrator_iterator_age_ms",
+        self.iterator_age = Gauge(
+            "migrator_iterator_age_seconds",
             "Now minus the newest record read from the shard furthest behind (as AWS's IteratorAgeMilliseconds)",
             registry=self.registry,
+        )
+        self.iterator_age_ms = Gauge(
+            "migrator_iterator_age_ms", f"{DEPRECATED} migrator_iterator_age_seconds", registry=self.registry
         )
         self.reinitializations = Counter(
             "migrator_reinitializations",
@@ -56,15 +65,15 @@ class ReplicationMetrics:
         self._is_ready = False
         self._alert_level = 0
         if port is not None:
-            self._serve(port)
+            self._serve(host, port)
 
-    def _serve(self, port: int) -> None:
+    def _serve(self, host: str, port: int) -> None:
         """Listen on the port now: built before anything is written, a port in use stops the job then."""
         try:
-            start_http_server(port, registry=self.registry)
+            start_http_server(port, addr=host, registry=self.registry)
         except OSError as exc:
-            raise MetricsPortUnavailable(port, exc) from None
-        log.info("Prometheus metrics on port %d", port)
+            raise MetricsPortUnavailable(port, exc, host) from None
+        log.info("Prometheus metrics on %s:%d", host, port)
 
     def observe(
         self, *, records: int, puts: int, deletes: int, retries: int, shards: int, lag_seconds: float | None,
@@ -75,7 +84,7 @@ class ReplicationMetrics:
         for reason, count in (dropped or {}).items():
             self.dropped.labels(reason).inc(count)
         if iterator_age_seconds is not None:
-            self.iterator_age_ms.set(iterator_age_seconds * 1000)
+            self._set_iterator_age(iterator_age_seconds)
         self.records.inc(records)
         self.applied.labels("put").inc(puts)
         self.applied.labels("delete").inc(deletes)
@@ -83,7 +92,7 @@ class ReplicationMetrics:
         self.shards_active.set(shards)
         if lag_seconds is None:
             return
-        self.lag_ms.set(lag_seconds * 1000)
+        self._set_lag(lag_seconds)
         self._alert(lag_seconds)
         ready = lag_seconds < self._ready_lag
         if ready and not self._is_ready:
@@ -93,13 +102,21 @@ class ReplicationMetrics:
 
     def caught_up(self) -> None:
         """Nothing new in any shard: Spark runs no batch then, so the lag is set to zero here."""
-        self.lag_ms.set(0)
-        self.iterator_age_ms.set(0)
+        self._set_lag(0)
+        self._set_iterator_age(0)
         self._alert_level = 0
         if not self._is_ready:
             log.info("ready: caught up with the stream")
         self._is_ready = True
         self.ready.set(1)
+
+    def _set_lag(self, seconds: float) -> None:
+        self.lag.set(seconds)
+        self.lag_ms.set(seconds * 1000)
+
+    def _set_iterator_age(self, seconds: float) -> None:
+        self.iterator_age.set(seconds)
+        self.iterator_age_ms.set(seconds * 1000)
 
     def _alert(self, lag_seconds: float) -> None:
         level = 2 if lag_seconds >= CRITICAL_LAG_SECONDS else 1 if lag_seconds >= WARN_LAG_SECONDS else 0

@@ -79,7 +79,7 @@ def migrate(
     streaming = config.target.stream_changes is True or config.kinesis is not None
     if streaming:
         checkpoint.check_writable(checkpoint.location(config))
-    metrics = ReplicationMetrics(config.ready_lag, config.metrics_port) if streaming else None  # binds metricsPort
+    metrics = ReplicationMetrics(config.ready_lag, config.metrics_port, config.metrics_host) if streaming else None  # binds metricsPort
     spark = spark_factory()
     saved = Checkpoint(spark, checkpoint.location(config)) if streaming else None
     reinitializations = 0
@@ -154,7 +154,7 @@ def _import_export(
     if chained:
         checkpoint.check_writable(checkpoint.location(config))
         live = chaining.find_live_stream(config, checks.source)
-    metrics = ReplicationMetrics(config.ready_lag, config.metrics_port) if chained else None  # binds metricsPort
+    metrics = ReplicationMetrics(config.ready_lag, config.metrics_port, config.metrics_host) if chained else None  # binds metricsPort
     spark = spark_factory()
     saved = Checkpoint(spark, checkpoint.location(config)) if chained else None
     if saved is not None:

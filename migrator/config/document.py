@@ -89,6 +89,7 @@ class MigratorConfig(ConfigModel):
     invalid_checkpoint_behavior: Literal["error", "restart"] = "error"
     # Replication: Prometheus endpoint on the driver, and the lag below which it reports ready.
     metrics_port: int | None = Field(default=None, ge=1, le=65535)
+    metrics_host: str = Field(default="0.0.0.0", min_length=1)  # the address to bind: 127.0.0.1 keeps it local
     ready_lag: float = Field(default=2.0, gt=0)
 
     @field_validator("renames")

@@ -120,7 +120,7 @@ def replicate(
         f"{rates[0]:,.0f}", f"{rates[1]:,.0f}",
     )
     summary = ReplicationSummary()
-    metrics = metrics or ReplicationMetrics(config.ready_lag, config.metrics_port)
+    metrics = metrics or ReplicationMetrics(config.ready_lag, config.metrics_port, config.metrics_host)
     alive = Checkpoint(spark, checkpoint)
     changes = (
         spark.readStream.format(SOURCE_NAME)

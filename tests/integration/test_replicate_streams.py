@@ -66,6 +66,7 @@ def test_snapshot_then_changes_until_ctrl_c_and_restart_and_kill_9_mid_batch(
             "target": side(target_proxy.endpoint_url, target, streamChanges=True),
             "checkpointLocation": str(tmp_path / "checkpoint"),
             "metricsPort": metrics_port,
+            "metricsHost": "127.0.0.1",  # where the scrape below connects
         },
     )
     writer = Writer(dynamodb, source, seed=3)
@@ -82,7 +83,8 @@ def test_snapshot_then_changes_until_ctrl_c_and_restart_and_kill_9_mid_batch(
     metrics = wait_until_ready(metrics_port)  # caught up: the reader finds nothing new
     assert metrics['migrator_changes_applied_total{operation="put"}'] > 0
     assert metrics["migrator_stream_records_consumed_total"] > 0  # writes before the stream was enabled are in the snapshot
-    assert metrics["migrator_lag_ms"] == 0 and metrics["migrator_iterator_age_ms"] == 0
+    assert metrics["migrator_lag_seconds"] == 0 and metrics["migrator_iterator_age_seconds"] == 0
+    assert metrics["migrator_lag_ms"] == 0 and metrics["migrator_iterator_age_ms"] == 0  # deprecated names, kept
 
     os.killpg(job.pid, signal.SIGINT)
     assert job.wait(timeout=60) == 0, "".join(lines[-60:])

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import logging
+import urllib.request
 
+import pytest
+
+from migrator.errors import MetricsPortUnavailable
 from migrator.metrics import CRITICAL_LAG_SECONDS, WARN_LAG_SECONDS, ReplicationMetrics
+from testsupport.ports import closed_port
 
 
 def sample(metrics: ReplicationMetrics, name: str, labels: dict | None = None) -> float:
@@ -25,7 +30,8 @@ def test_counters_add_up_and_gauges_follow_the_last_batch():
     assert sample(metrics, "migrator_transient_errors_total") == 2
     assert sample(metrics, "migrator_batches_total") == 2
     assert sample(metrics, "migrator_shards_active") == 2
-    assert sample(metrics, "migrator_lag_ms") == 500
+    assert sample(metrics, "migrator_lag_seconds") == 0.5
+    assert sample(metrics, "migrator_lag_ms") == 500  # deprecated, kept one release
 
 
 def test_ready_once_lag_is_below_ready_lag_and_not_before(caplog):
@@ -57,17 +63,19 @@ def test_caught_up_means_zero_lag_and_ready():
     metrics = ReplicationMetrics(ready_lag_seconds=2.0)
     observe(metrics, 9.0)
     metrics.caught_up()
-    assert sample(metrics, "migrator_lag_ms") == 0 and sample(metrics, "migrator_ready") == 1
+    assert sample(metrics, "migrator_lag_seconds") == 0 and sample(metrics, "migrator_ready") == 1
+    assert sample(metrics, "migrator_lag_ms") == 0
 
 
 def test_iterator_age_follows_the_shard_furthest_behind_and_is_zero_when_caught_up():
     metrics = ReplicationMetrics(ready_lag_seconds=2.0)
     metrics.observe(records=1, puts=1, deletes=0, retries=0, shards=1, lag_seconds=1.0, iterator_age_seconds=42.5)
+    assert sample(metrics, "migrator_iterator_age_seconds") == 42.5
     assert sample(metrics, "migrator_iterator_age_ms") == 42_500
     metrics.observe(records=0, puts=0, deletes=0, retries=0, shards=0, lag_seconds=None)  # nothing read: kept
     assert sample(metrics, "migrator_iterator_age_ms") == 42_500
     metrics.caught_up()
-    assert sample(metrics, "migrator_iterator_age_ms") == 0
+    assert sample(metrics, "migrator_iterator_age_seconds") == 0 and sample(metrics, "migrator_iterator_age_ms") == 0
 
 
 def test_reinitializations_are_counted():
@@ -75,3 +83,19 @@ def test_reinitializations_are_counted():
     assert sample(metrics, "migrator_reinitializations_total") == 0
     metrics.reinitializations.inc()
     assert sample(metrics, "migrator_reinitializations_total") == 1
+
+
+def test_served_on_the_metrics_host():
+    port = closed_port()
+    metrics = ReplicationMetrics(ready_lag_seconds=2.0, port=port, host="127.0.0.1")
+    observe(metrics, 1.5)
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    assert "migrator_lag_seconds 1.5" in text
+    assert "# HELP migrator_lag_ms Deprecated" in text
+
+
+def test_a_metrics_host_that_is_not_this_machines_is_refused_naming_it():
+    with pytest.raises(MetricsPortUnavailable, match="metricsPort .* on metricsHost 198.51.100.7 cannot be opened"):
+        ReplicationMetrics(ready_lag_seconds=2.0, port=closed_port(), host="198.51.100.7")  # TEST-NET-2: no machine's
