@@ -136,7 +136,7 @@ class _Outcome:
 
 def _run(args: argparse.Namespace, job: _Job, work: Callable, outcome: _Outcome) -> int:
     """Load the config and run `work` with a Spark factory; one line and an exit code on failure."""
-    _configure_logging(args.log_level)
+    _configure_logging(args.log_level, args.log_format)
     handle_sigterm_as_ctrl_c()
     spark_started = False  # until then, every check runs before anything is written
     try:
@@ -187,7 +187,7 @@ def _report_os_error(exc: OSError, spark_started: bool, job: _Job) -> int:
 def _start_spark(app_name: str):
     """The Spark session, or StartupFailed when Spark cannot be launched (no Java, no Spark where SPARK_HOME says)."""
     try:
-        session = create_session(app_name)
+        session = create_session(app_name, quiet=logging.getLogger().getEffectiveLevel() > logging.DEBUG)
     except (OSError, PySparkRuntimeError) as exc:
         cause = describe_os_error(exc) if isinstance(exc, OSError) else str(exc).strip().splitlines()[0][:300].rstrip(".")
         raise StartupFailed(
@@ -218,16 +218,24 @@ def _parse_args(argv: list[str] | None, validating: bool = False) -> argparse.Na
         "--summary-json", metavar="FILE", help="write how the run ended (exit code, phases, counts) as JSON to FILE"
     )
     parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.add_argument(
+        "--log-format", default="text", choices=["text", "json"], help="json: one JSON object per log line"
+    )
     parser.add_argument("--version", action="version", version=f"dynamodb-migrator {__version__}")
     return parser.parse_args(argv)
 
 
-def _configure_logging(level: str) -> None:
-    logging.basicConfig(
-        level=level,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+def _configure_logging(level: str, log_format: str = "text") -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    if log_format == "json":  # one JSON object per line, for log shippers
+        from pythonjsonlogger.json import JsonFormatter  # only this format needs it on the driver
+
+        handler.setFormatter(JsonFormatter("{asctime}{levelname}{name}{message}", style="{",
+                                           rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},
+                                           json_ensure_ascii=False))
+    else:
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level, handlers=[handler])
     # botocore logs retries at DEBUG only; keep third-party chatter out of INFO.
     for noisy in ("botocore", "boto3", "urllib3", "py4j"):
         logging.getLogger(noisy).setLevel(logging.WARNING)

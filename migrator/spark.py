@@ -35,10 +35,24 @@ LOCAL_DRIVER_JAVA_OPTIONS = (
 )
 
 
-def create_session(app_name: str, master: str | None = None) -> SparkSession:
+# Spark's WARN lines that say nothing to the user of a migration, shown only when asked for
+# (--log-level DEBUG, or a log4j configuration of their own): a cancelled job group that had
+# no running job (every stop of the replication's query), and the first micro-batch taking
+# longer than the trigger interval (the migrator reports its own lag). Both classes' names,
+# as Spark 4.0 and 4.1+ place the streaming executor.
+QUIET_LOGGERS = (
+    "org.apache.spark.scheduler.DAGScheduler",
+    "org.apache.spark.sql.execution.streaming.ProcessingTimeExecutor",
+    "org.apache.spark.sql.execution.streaming.runtime.ProcessingTimeExecutor",
+)
+
+
+def create_session(app_name: str, master: str | None = None, quiet: bool = True) -> SparkSession:
     """The session `spark-submit` configured (master, resources), with our defaults added.
 
-    `master` is for tests and notebooks; under spark-submit, leave it to `--master`.
+    `master` is for tests and notebooks; under spark-submit, leave it to `--master`. Spark's
+    log level is set to WARN (and `QUIET_LOGGERS` to ERROR when `quiet`) unless the user gave
+    log4j a configuration of their own, which is then left as they wrote it.
     """
     builder = (
         SparkSession.builder.appName(app_name)
@@ -50,8 +64,23 @@ def create_session(app_name: str, master: str | None = None) -> SparkSession:
     if _launches_a_local_jvm(master):
         builder = builder.config("spark.driver.extraJavaOptions", LOCAL_DRIVER_JAVA_OPTIONS)
     session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("WARN")
+    if not _has_own_log4j_configuration(session):
+        session.sparkContext.setLogLevel("WARN")
+        if quiet:
+            _quiet(session, QUIET_LOGGERS)
     return session
+
+
+def _has_own_log4j_configuration(spark: SparkSession) -> bool:
+    """Whether the JVM was started with -Dlog4j2.configurationFile (or log4j's older property)."""
+    system = spark.sparkContext._jvm.java.lang.System
+    return any(system.getProperty(name) for name in ("log4j2.configurationFile", "log4j.configurationFile"))
+
+
+def _quiet(spark: SparkSession, loggers: tuple[str, ...]) -> None:
+    jvm = spark.sparkContext._jvm
+    for name in loggers:
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, jvm.org.apache.logging.log4j.Level.ERROR)
 
 
 def _launches_a_local_jvm(master: str | None) -> bool:

@@ -15,6 +15,7 @@ import yaml
 
 
 REPO = Path(__file__).resolve().parent.parent
+LOG4J_CONFIG = REPO / "conf" / "log4j2.properties"  # Spark at WARN, as the README runs it
 
 
 def write_config(directory: Path, document: dict[str, Any], name: str = "config.yaml") -> Path:
@@ -46,7 +47,7 @@ def run_job(
     """Run jobs/migrate.py (or another `job`, with `args`) as a user would, as a separate process; returns CompletedProcess."""
     if spark_submit:
         command = [str(Path(sys.executable).parent / "spark-submit"), "--master", master]
-        command += ["--driver-java-options", f"-Dlog4j2.configurationFile={REPO / 'conf' / 'log4j2.properties'}"]
+        command += ["--driver-java-options", f"-Dlog4j2.configurationFile={LOG4J_CONFIG}"]
         for key, value in (spark_conf or {}).items():
             command += ["--conf", f"{key}={value}"]
     else:
@@ -84,17 +85,13 @@ def assert_one_clear_line(result, texts: list[str]) -> None:
     assert "Traceback" not in output
 
 
-def start_job(config: Path) -> subprocess.Popen:
-    command = [
-        str(Path(sys.executable).parent / "spark-submit"),
-        "--master",
-        "local[2]",
-        "--driver-java-options",
-        f"-Dlog4j2.configurationFile={REPO / 'conf' / 'log4j2.properties'}",
-        str(REPO / "jobs" / "migrate.py"),
-        "--config",
-        str(config),
-    ]
+def start_job(config: Path, log4j_config: Path | None = LOG4J_CONFIG) -> subprocess.Popen:
+    """spark-submit jobs/migrate.py in its own process group, stdout and stderr merged; with
+    `log4j_config` None, Spark's logging is left to the migrator, as a user who passes none."""
+    command = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]"]
+    if log4j_config is not None:
+        command += ["--driver-java-options", f"-Dlog4j2.configurationFile={log4j_config}"]
+    command += [str(REPO / "jobs" / "migrate.py"), "--config", str(config)]
     return subprocess.Popen(
         command,
         cwd=REPO,

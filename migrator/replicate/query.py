@@ -159,6 +159,9 @@ def replicate(
             raise RuntimeError(f"batch {batch_id} was not applied: {str(failures[-1])[:300]}") from None
 
     leave_ctrl_c_to_the_driver(spark)
+    # Streaming turns adaptive execution off anyway, with a warning at every start; the apply
+    # step works on RDDs, which it never touched.
+    spark.conf.set("spark.sql.adaptive.enabled", "false")
     query = (
         changes.writeStream.foreachBatch(apply_batch)
         .option("checkpointLocation", checkpoint)
