@@ -81,16 +81,17 @@ def assert_one_clear_line(result, texts: list[str]) -> None:
     assert "Traceback" not in output
 
 
-def start_job(config: Path) -> subprocess.Popen:
+def start_job(config: Path, job: str = "migrate.py", args: tuple[str, ...] = ()) -> subprocess.Popen:
     command = [
         str(Path(sys.executable).parent / "spark-submit"),
         "--master",
         "local[2]",
         "--driver-java-options",
         f"-Dlog4j2.configurationFile={REPO / 'conf' / 'log4j2.properties'}",
-        str(REPO / "jobs" / "migrate.py"),
+        str(REPO / "jobs" / job),
         "--config",
         str(config),
+        *args,
     ]
     return subprocess.Popen(
         command,
