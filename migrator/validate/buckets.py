@@ -12,7 +12,9 @@ Every read unit writes all B of its bucket files, empty ones too, so a file that
 is an error, never a silently missing item. Files are gzip JSON lines `[key, item, expired]`,
 items in DynamoDB wire JSON as read; a retried unit replaces its files whole
 (`export_folder.open_data_file`). A local work folder must be one filesystem for the driver
-and every executor (local mode, or a shared mount), as for an export written locally.
+and every executor (local mode, or a shared mount), as for an export written locally. A Hadoop
+work folder is reached only by the driver's JVM: a read unit hands its files back for the
+driver to write, and the driver reads a bucket's files into its compare unit's task.
 """
 
 from __future__ import annotations
@@ -47,11 +49,17 @@ class ReadTask:
     key_names: tuple[str, ...] = ()
 
 
+# Files of a Hadoop work folder, which executors cannot reach: (name in the folder, bytes), handed
+# from the executor to the driver to write, or from the driver to the executor to read.
+Files = tuple[tuple[str, bytes], ...]
+
+
 @dataclass(frozen=True)
 class ReadOutcome:
     unit: str
     items: int = 0
     error: MigratorError | None = None
+    files: Files = ()  # a Hadoop work folder's: the bucket files, for the driver to write
 
     @property
     def ok(self) -> bool:
@@ -67,6 +75,10 @@ class CompareTask:
     target_units: tuple[str, ...]
     folder: ExportFolder
     check: KeyCheck
+    files: Files | None = None  # a Hadoop work folder's: the bucket's files, read by the driver
+
+    def file_names(self) -> list[str]:
+        return [file_name(self.bucket, unit) for unit in self.source_units + self.target_units]
 
 
 @dataclass(frozen=True)
@@ -91,10 +103,10 @@ def file_name(bucket: int, unit: str) -> str:
 
 def read_unit(task: ReadTask) -> ReadOutcome:
     """Read the unit's items into its bucket files. Never raises (`migrator.task_boundary`)."""
-    items = 0
+    items, files = 0, ()
     with errors_returned(f"reading {task.unit}") as caught:
-        items = _write_buckets(task, _entries(task))
-    return ReadOutcome(task.unit, items, caught.error) if caught.error else ReadOutcome(task.unit, items)
+        items, files = _write_buckets(task, _entries(task))
+    return ReadOutcome(task.unit, error=caught.error) if caught.error else ReadOutcome(task.unit, items, files=files)
 
 
 def _entries(task: ReadTask) -> Iterator[tuple[str, Entry]]:
@@ -103,20 +115,24 @@ def _entries(task: ReadTask) -> Iterator[tuple[str, Entry]]:
     return scanned_entries(task.scan, task.segment)
 
 
-def _write_buckets(task: ReadTask, entries: Iterator[tuple[str, Entry]]) -> int:
+def _write_buckets(task: ReadTask, entries: Iterator[tuple[str, Entry]]) -> tuple[int, Files]:
     """Lines are gathered per bucket, then each bucket's file is written whole: a unit holds a segment
-    (128 MiB by plan) or a data file at most."""
+    (128 MiB by plan) or a data file at most. Returns the items, and the files to hand back (Hadoop)."""
     lines: list[list[bytes]] = [[] for _ in range(task.buckets)]
     count = 0
     for key, (item, expired) in entries:
         line = json.dumps([key, item, expired], ensure_ascii=False).encode("utf-8") + b"\n"
         lines[bucket_of(key, task.buckets)].append(line)
         count += 1
+    handed_back = []
     for bucket, bucket_lines in enumerate(lines):
-        with open_data_file(task.folder, file_name(bucket, task.unit)) as sink:
+        name = file_name(bucket, task.unit)
+        with open_data_file(task.folder, name) as sink:
             sink.write(gzip.compress(b"".join(bucket_lines), compresslevel=1))
         bucket_lines.clear()
-    return count
+        if sink.data is not None:
+            handed_back.append((name, sink.data))
+    return count, tuple(handed_back)
 
 
 def compare_bucket(task: CompareTask) -> CompareOutcome:
@@ -133,9 +149,10 @@ def compare_bucket(task: CompareTask) -> CompareOutcome:
 
 def _read_side(task: CompareTask, units: tuple[str, ...]) -> dict[str, Entry]:
     entries: dict[str, Entry] = {}
+    handed = dict(task.files) if task.files is not None else None
     for unit in units:
         name = file_name(task.bucket, unit)
-        data = read_object(task.folder, name)
+        data = handed.get(name) if handed is not None else read_object(task.folder, name)
         if data is None:
             raise MigratorError(
                 f"the validation's work file {task.folder.where(name)} is missing: delete the validation's "

@@ -18,8 +18,9 @@ from __future__ import annotations
 import logging
 import math
 import os
+import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from pyspark.sql import SparkSession
@@ -31,10 +32,11 @@ from migrator.errors import MigratorError, TargetTableNotFound, UnsupportedFeatu
 from migrator.export.plan import plan_import
 from migrator.plan import SnapshotPlan, plan_snapshot, planned_units
 from migrator.snapshot import export_import, savepoint_folders
-from migrator.snapshot.runner import UnitJobs, run_units
+from migrator.snapshot.runner import UnitJobs, run_job, run_units
 from migrator.snapshot.savepoints import VALIDATION, SavepointStore, Side, UnitLedger
 from migrator.snapshot.table_copy import plan_copy, preflight
 from migrator.target.export_folder import ExportFolder, delete_folder
+from migrator.target.hadoop_folder import HadoopFolder
 from migrator.target.tables import TableInfo
 from migrator.validate.buckets import (
     SOURCE, TARGET, CompareOutcome, CompareTask, ReadOutcome, ReadTask, compare_bucket, read_unit, unit_failed,
@@ -78,11 +80,6 @@ def validate(
         raise UnsupportedFeature(
             "validating an S3 export written by the migrator", "target.type", "validate a table copy instead"
         )
-    if config.savepoints.is_hadoop:
-        raise UnsupportedFeature(
-            "keeping a validation's savepoint and work files on a Hadoop filesystem", "savepoints.path",
-            "set savepoints.path to s3://bucket/prefix, or to a local directory (local mode, or a shared mount)",
-        )  # fmt: skip
     if report_path is not None:
         check_report_path(report_path)
     if config.imports_export:
@@ -186,6 +183,8 @@ def _work_folder(config: MigratorConfig, store: SavepointStore) -> ExportFolder:
     if savepoints.is_s3:
         prefix = f"{savepoints.prefix}/{name}" if savepoints.prefix else name
         return ExportFolder(savepoints.bucket, prefix, savepoints.client_spec("savepoints"))
+    if savepoints.is_hadoop:
+        return ExportFolder(None, f"{savepoints.path.rstrip('/')}/{name}", hadoop=True)
     return ExportFolder(None, os.path.join(os.path.abspath(os.path.expanduser(savepoints.local_path)), name))
 
 
@@ -229,16 +228,37 @@ def _run(
         "validating %r against %r: %d units to read, %d buckets to compare, %d at once",
         config.source.table, config.target.table, len(reads), len(compares), units.concurrency,
     )  # fmt: skip
+    hadoop = HadoopFolder(spark, folder) if folder.hadoop else None
+
+    def on_read(outcome: ReadOutcome) -> None:
+        for name, data in outcome.files:  # a Hadoop work folder: the driver writes what the executor read
+            hadoop.write(name, data)
+        ledger.record(outcome.unit)
+
     try:
-        run_units(spark, reads, units.concurrency, lambda outcome: ledger.record(outcome.unit), READ_JOBS)
+        run_units(spark, reads, units.concurrency, on_read, READ_JOBS)
         run_units(spark, compares, units.concurrency, lambda outcome: ledger.record((outcome.bucket, outcome.tally)),
-                  COMPARE_JOBS)  # fmt: skip
+                  COMPARE_JOBS if hadoop is None else _compare_jobs_reading(hadoop))  # fmt: skip
     except MigratorError as exc:
         raise ValidationFailed(config.source.table, config.target.table, str(exc)) from None
     tally = ledger.progress.tally
-    delete_folder(folder.control_plane())
+    if hadoop is not None:
+        hadoop.delete_folder()
+    else:
+        delete_folder(folder.control_plane())
     store.discard()
     return tally
+
+
+def _compare_jobs_reading(hadoop: HadoopFolder) -> UnitJobs:
+    """Compare units whose bucket files the driver reads from a Hadoop work folder and ships in the task:
+    the driver holds one bucket (compressed) per unit running."""
+
+    def attempt(spark: SparkSession, task: CompareTask, jobs: UnitJobs, stop: threading.Event) -> CompareOutcome:
+        files = tuple((name, data) for name in task.file_names() if (data := hadoop.read(name)) is not None)
+        return run_job(spark, replace(task, files=files), jobs)
+
+    return replace(COMPARE_JOBS, attempt=attempt)
 
 
 def _existing(config: MigratorConfig, target: TableInfo | None) -> TableInfo:
