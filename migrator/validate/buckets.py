@@ -105,7 +105,7 @@ def read_unit(task: ReadTask) -> ReadOutcome:
     """Read the unit's items into its bucket files. Never raises (`migrator.task_boundary`)."""
     items, files = 0, ()
     with errors_returned(f"reading {task.unit}") as caught:
-        items, files = _write_buckets(task, _entries(task))
+        items, files = write_buckets(task, _entries(task))
     return ReadOutcome(task.unit, error=caught.error) if caught.error else ReadOutcome(task.unit, items, files=files)
 
 
@@ -115,7 +115,7 @@ def _entries(task: ReadTask) -> Iterator[tuple[str, Entry]]:
     return scanned_entries(task.scan, task.segment)
 
 
-def _write_buckets(task: ReadTask, entries: Iterator[tuple[str, Entry]]) -> tuple[int, Files]:
+def write_buckets(task: ReadTask, entries: Iterator[tuple[str, Entry]]) -> tuple[int, Files]:
     """Lines are gathered per bucket, then each bucket's file is written whole: a unit holds a segment
     (128 MiB by plan) or a data file at most. Returns the items, and the files to hand back (Hadoop)."""
     lines: list[list[bytes]] = [[] for _ in range(task.buckets)]

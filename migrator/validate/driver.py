@@ -211,11 +211,6 @@ def _run(
     progress = saved or ValidationProgress(
         answer_options(config), units.total_segments, units.buckets, Tally(units.check.failures_to_fetch)
     )
-    if saved is not None:
-        log.info(
-            "resuming the validation from %s: %d of %d units read, %d of %d buckets compared", store.path,
-            len(saved.read), len(units.reads), len(saved.compared), units.buckets,
-        )  # fmt: skip
     ledger = UnitLedger(store, progress)
     ledger.start()
     reads = [task for task in units.reads if task.unit not in progress.read]
@@ -224,10 +219,7 @@ def _run(
         for bucket in range(units.buckets)
         if bucket not in progress.compared
     ]
-    log.info(
-        "validating %r against %r: %d units to read, %d buckets to compare, %d at once",
-        config.source.table, config.target.table, len(reads), len(compares), units.concurrency,
-    )  # fmt: skip
+    _log_start(config, store, saved, units, len(reads), len(compares))
     hadoop = HadoopFolder(spark, folder) if folder.hadoop else None
 
     def on_read(outcome: ReadOutcome) -> None:
@@ -241,13 +233,26 @@ def _run(
                   COMPARE_JOBS if hadoop is None else _compare_jobs_reading(hadoop))  # fmt: skip
     except MigratorError as exc:
         raise ValidationFailed(config.source.table, config.target.table, str(exc)) from None
-    tally = ledger.progress.tally
     if hadoop is not None:
         hadoop.delete_folder()
     else:
         delete_folder(folder.control_plane())
     store.discard()
-    return tally
+    return ledger.progress.tally
+
+
+def _log_start(
+    config: MigratorConfig, store: SavepointStore, saved: ValidationProgress | None, units: Units, reads: int, compares: int
+) -> None:
+    if saved is not None:
+        log.info(
+            "resuming the validation from %s: %d of %d units read, %d of %d buckets compared", store.path,
+            len(saved.read), len(units.reads), len(saved.compared), units.buckets,
+        )  # fmt: skip
+    log.info(
+        "validating %r against %r: %d units to read, %d buckets to compare, %d at once",
+        config.source.table, config.target.table, reads, compares, units.concurrency,
+    )  # fmt: skip
 
 
 def _compare_jobs_reading(hadoop: HadoopFolder) -> UnitJobs:
