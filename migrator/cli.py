@@ -91,7 +91,7 @@ MIGRATION = _Job(
 )
 VALIDATION = _Job(
     "validation",
-    "nothing was reported; rerun the same command to validate again",
+    "nothing was reported; the units it finished are saved in its savepoint: rerun the same command to resume",
     "rerun the same command",
     "dynamodb-migrator validation",
 )

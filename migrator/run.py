@@ -24,7 +24,7 @@ from migrator.replicate.kinesis_start import open_kinesis
 from migrator.replicate.query import ReplicationSummary, replicate
 from migrator.snapshot import export_import, export_write, prune, savepoint_folders
 from migrator.snapshot.progress import ImportSummary, SnapshotSummary
-from migrator.snapshot.savepoints import ResumePoint, SavepointIdentity, SavepointStore, Side, TargetTable, resume_point
+from migrator.snapshot.savepoints import ResumePoint, SavepointStore, TargetTable, resume_point
 from migrator.snapshot.export_import import ImportPreflight
 from migrator.snapshot.table_copy import TableCopyPreflight, copy_table, plan_copy, preflight
 from migrator.source.dynamodb_streams import StreamInfo
@@ -70,7 +70,8 @@ def migrate(
         result.snapshot = _write_export(config, spark_factory, result)
         return result
     checks = preflight(config)
-    store = _savepoint_store(loaded, spark_factory, _side(config.source, "source", checks.source))
+    source_side = savepoint_folders.table_side(config.source, "source", checks.source)
+    store = savepoint_folders.open_store(loaded, spark_factory, source_side)
     store.check_writable()
     progress = store.load()
     start = resume_point(progress, config.source.scan_segments, config.skip_segments, _copied_in_config(config))
@@ -137,7 +138,9 @@ def _import_export(
     config = loaded.config
     chained = config.target.stream_changes is True or config.kinesis is not None
     checks = export_import.preflight(config)
-    store = _savepoint_store(loaded, spark_factory, _export_side(config, checks.source.summary.export_arn))
+    store = savepoint_folders.open_store(
+        loaded, spark_factory, savepoint_folders.export_side(config.source, checks.source.summary.export_arn)
+    )
     store.check_writable()
     progress = store.load_files()
     done = export_import.imported_files(progress, config.skip_files, checks.source, store.path)
@@ -259,27 +262,6 @@ def _once(spark_factory: SparkFactory) -> SparkFactory:
         return sessions[0]
 
     return session
-
-
-def _savepoint_store(loaded: LoadedConfig, spark_factory: SparkFactory, source: Side) -> SavepointStore:
-    """The savepoint of this copy: named after both sides, in the folder savepoints.path names."""
-    config = loaded.config
-    identity = SavepointIdentity(source, _side(config.target, "target"))
-    return SavepointStore(savepoint_folders.open_folder(config.savepoints, spark_factory), loaded.redacted_raw, identity)
-
-
-def _side(block, label: str, described: TableInfo | None = None) -> Side:
-    """A table side as botocore resolves it (the environment's and profile's endpoint and region included)."""
-    meta = aws.client(block.client_spec(label).for_control_plane()).meta
-    kind = "alternator" if block.is_alternator else "dynamodb"
-    arn = described.description.get("TableArn") if described is not None else None
-    return Side(kind, meta.endpoint_url, meta.region_name, block.table, arn)
-
-
-def _export_side(config: MigratorConfig, export_arn: str | None) -> Side:
-    """An export is the same data wherever it is read from (a copy in another bucket, another endpoint):
-    it is named by its id and ARN (its account), not by where S3 is reached."""
-    return Side(config.source.type, "", "", config.source.table, export_arn)
 
 
 def _copied_in_config(config: MigratorConfig) -> frozenset[int]:

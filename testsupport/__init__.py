@@ -27,7 +27,8 @@ Running the migrator from a test:
     endpoint                   the test endpoint's region and keys, clients, config blocks, table reads
     jobs                       config files, runs in process, as a process or under spark-submit, output
     ports                      a closed loopback port, a busy one
-    resume                     an interrupted snapshot copy: segments copied and scanned
+    resume                     an interrupted snapshot copy or validation: units recorded, segments scanned
+    planted                    two tables with a difference of every kind, and the validator's expected samples
     replication                live changes (Streams mode), convergence, a checkpoint aged by hours
     kinesis_runs               Kinesis-mode runs in process: a stream, changes, a should_stop
     export_imports             configs importing an S3 export

@@ -85,13 +85,15 @@ def assert_one_clear_line(result, texts: list[str]) -> None:
     assert "Traceback" not in output
 
 
-def start_job(config: Path, log4j_config: Path | None = LOG4J_CONFIG) -> subprocess.Popen:
-    """spark-submit jobs/migrate.py in its own process group, stdout and stderr merged; with
+def start_job(
+    config: Path, job: str = "migrate.py", args: tuple[str, ...] = (), log4j_config: Path | None = LOG4J_CONFIG
+) -> subprocess.Popen:
+    """spark-submit jobs/<job> in its own process group, stdout and stderr merged; with
     `log4j_config` None, Spark's logging is left to the migrator, as a user who passes none."""
     command = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]"]
     if log4j_config is not None:
         command += ["--driver-java-options", f"-Dlog4j2.configurationFile={log4j_config}"]
-    command += [str(REPO / "jobs" / "migrate.py"), "--config", str(config)]
+    command += [str(REPO / "jobs" / job), "--config", str(config), *args]
     return subprocess.Popen(
         command,
         cwd=REPO,

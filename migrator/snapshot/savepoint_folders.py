@@ -26,9 +26,35 @@ from typing import Any, Callable
 
 from migrator import aws, hadoop_files
 from migrator.aws import translated
-from migrator.config import Savepoints
+from migrator.config import LoadedConfig, Savepoints
 from migrator.connection import ClientSpec
 from migrator.errors import MigratorError, ResourceNotFound, SavepointError
+from migrator.snapshot.savepoints import SNAPSHOT, SavepointIdentity, SavepointStore, Side
+from migrator.target.tables import TableInfo
+
+
+def open_store(
+    loaded: LoadedConfig, spark_factory: Callable[[], Any], source: Side, job: str = SNAPSHOT
+) -> SavepointStore:
+    """The savepoint of this job (the snapshot, or the validation): named after both sides, in the
+    folder savepoints.path names."""
+    config = loaded.config
+    identity = SavepointIdentity(source, table_side(config.target, "target"), job)
+    return SavepointStore(open_folder(config.savepoints, spark_factory), loaded.redacted_raw, identity)
+
+
+def table_side(block: Any, label: str, described: TableInfo | None = None) -> Side:
+    """A table side as botocore resolves it (the environment's and profile's endpoint and region included)."""
+    meta = aws.client(block.client_spec(label).for_control_plane()).meta
+    kind = "alternator" if block.is_alternator else "dynamodb"
+    arn = described.description.get("TableArn") if described is not None else None
+    return Side(kind, meta.endpoint_url, meta.region_name, block.table, arn)
+
+
+def export_side(source: Any, export_arn: str | None) -> Side:
+    """An export is the same data wherever it is read from (a copy in another bucket, another endpoint):
+    it is named by its id and ARN (its account), not by where S3 is reached."""
+    return Side(source.type, "", "", source.table, export_arn)
 
 
 def open_folder(savepoints: Savepoints, spark_factory: Callable[[], Any]) -> "LocalFolder | S3Folder | HadoopFolder":

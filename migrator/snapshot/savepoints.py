@@ -17,7 +17,9 @@ finds it and resumes; and it is tied to both sides:
 Files are written atomically by the folder that holds them (`migrator.snapshot.savepoint_folders`:
 local, S3 or Hadoop), only by the driver, after each finished segment, with every
 credential value redacted. An S3 export import saves the same way, with `skipFiles` (the
-imported data files' keys) in place of `skipSegments`.
+imported data files' keys) in place of `skipSegments`. A validation of the same two sides keeps
+its own savepoint, `validation_...yaml`, its job recorded in the block and its progress there
+(`migrator.validate.progress`).
 """
 
 from __future__ import annotations
@@ -71,26 +73,37 @@ class Side:
         return f"{self.type} table {self.table!r} at {self.endpoint} ({self.region})"
 
 
+SNAPSHOT, VALIDATION = "savepoint", "validation"  # the jobs that keep savepoints, as their file names start
+
+
 @dataclass(frozen=True)
 class SavepointIdentity:
-    """What a savepoint belongs to: the source (with its account) and the target's name and place."""
+    """What a savepoint belongs to: the job (the snapshot, or the validation of the same two sides),
+    the source (with its account) and the target's name and place."""
 
     source: Side
     target: Side
+    job: str = SNAPSHOT
 
     def key(self) -> tuple[str, ...]:
         """The fields that tell two copies apart; the target's ARN is left out: it exists only once created."""
         s, t = self.source, self.target
-        return (s.type, s.endpoint, s.region, s.table, s.account or "", t.type, t.endpoint, t.region, t.table)
+        sides = (s.type, s.endpoint, s.region, s.table, s.account or "", t.type, t.endpoint, t.region, t.table)
+        return sides if self.job == SNAPSHOT else (self.job, *sides)
 
     def file_name(self) -> str:
-        """Readable and unique per copy: `savepoint_<source>_to_<target>_<hash of the identity>.yaml`.
+        """Readable and unique per copy: `savepoint_<source>_to_<target>_<hash of the identity>.yaml`
+        (a validation's: `validation_...`), so a validation never finds the snapshot's savepoint.
 
         Table names may contain `_to_`, and the same names recur across regions and
         accounts: the hash keeps them apart.
         """
+        return f"{self.stem()}.yaml"
+
+    def stem(self) -> str:
+        """The file name without `.yaml`: a validation's work folder is named after it."""
         digest = hashlib.sha256(json.dumps(self.key()).encode("utf-8")).hexdigest()[:12]
-        return f"savepoint_{_file_safe(self.source.table)}_to_{_file_safe(self.target.table)}_{digest}.yaml"
+        return f"{self.job}_{_file_safe(self.source.table)}_to_{_file_safe(self.target.table)}_{digest}"
 
 
 def _file_safe(name: str) -> str:
@@ -197,6 +210,14 @@ def _record_target(record: dict[str, Any], target: TargetTable | None) -> None:
         record["target"].update(target.as_record())
 
 
+class Progress(Protocol):
+    """What a savepoint records: a snapshot's segments, an import's files, a validation's units."""
+
+    def with_done(self, unit: Any) -> "Progress": ...
+
+    def fill(self, document: dict[str, Any], record: dict[str, Any]) -> None: ...
+
+
 class SavepointFolder(Protocol):
     """Where savepoint files live; see `migrator.snapshot.savepoint_folders` for local, S3 and Hadoop folders."""
 
@@ -260,6 +281,19 @@ class SavepointStore:
             self.identity.source.table, self.identity.target.table, frozenset(files), _recorded_target(record)
         )
 
+    def load_record(self) -> dict[str, Any] | None:
+        """The `savepoint` block, checked to name this job and both sides; None when there is no savepoint yet.
+
+        For progress kept in the block alone (a validation's); a file without the block is damaged.
+        """
+        document = self._read()
+        if document is None:
+            return None
+        record = self._record(document)
+        if record is None:
+            raise self._damaged()
+        return record
+
     def _read(self) -> dict[str, Any] | None:
         text = self.folder.read(self.name)
         if text is None:
@@ -286,7 +320,8 @@ class SavepointStore:
         return record
 
     def _damaged(self) -> SavepointError:
-        return SavepointError(f"savepoint {self.path} is damaged: delete it to start the snapshot over")
+        job = "snapshot" if self.identity.job == SNAPSHOT else self.identity.job
+        return SavepointError(f"savepoint {self.path} is damaged: delete it to start the {job} over")
 
     def _check_tables(self, document: dict[str, Any]) -> None:
         """A file without the block (written by hand): its table names, at least, are this copy's."""
@@ -299,7 +334,9 @@ class SavepointStore:
             self._refuse_other(f"{tables[0]} → {tables[1]}")
 
     def _check_sides(self, record: dict[str, Any]) -> None:
-        """The recorded sides are this copy's: a file copied or renamed by hand is not trusted."""
+        """The recorded job and sides are this copy's: a file copied or renamed by hand is not trusted."""
+        if record.get("job", SNAPSHOT) != self.identity.job:
+            self._refuse_other(f"the {record.get('job', 'snapshot')} of {_describe_record(record)}")
         expected = (self.identity.source.as_record(), self.identity.target.as_record())
         for recorded, wanted in zip((record["source"], record["target"]), expected):
             for key in ("type", "endpoint", "region", "table"):
@@ -319,7 +356,7 @@ class SavepointStore:
         """Forget the progress: the next snapshot copies every segment."""
         self.folder.delete(self.name)
 
-    def save(self, progress: SnapshotProgress | ImportProgress) -> None:
+    def save(self, progress: Progress) -> None:
         """Write the progress atomically: a reader sees the old file or the new one, whole."""
         document = redact_config(self._raw_config)
         record = {
@@ -327,6 +364,8 @@ class SavepointStore:
             "source": self.identity.source.as_record(),
             "target": self.identity.target.as_record(),
         }
+        if self.identity.job != SNAPSHOT:
+            record["job"] = self.identity.job
         progress.fill(document, record)
         document[RECORD_KEY] = record
         text = HEADER.format(version=SAVEPOINT_FORMAT) + yaml.safe_dump(document, sort_keys=False)
@@ -346,27 +385,33 @@ def _describe_record(record: dict[str, Any]) -> str:
 
 
 class UnitLedger:
-    """The finished units (scan segments, or an import's data files) of a running snapshot,
-    saved as each one is recorded.
+    """The finished units (scan segments, an import's data files, a validation's units) of a running
+    job, saved as each one is recorded.
 
     Units finish concurrently: recording and saving happen under one lock, so no finished
     unit is dropped from the file by a concurrent save.
     """
 
-    def __init__(self, store: SavepointStore, progress: SnapshotProgress | ImportProgress):
+    def __init__(self, store: SavepointStore, progress: Progress):
         self._store = store
         self._progress = progress
         self._lock = threading.Lock()
+
+    @property
+    def progress(self) -> Progress:
+        """What is recorded so far."""
+        with self._lock:
+            return self._progress
 
     def start(self) -> None:
         """Write the savepoint before copying: it pins the segment count and the target from the first moment."""
         with self._lock:
             self._store.save(self._progress)
 
-    def record(self, unit: int | str) -> None:
+    def record(self, unit: Any) -> None:
         self.record_all([unit])
 
-    def record_all(self, units: list[int] | list[str]) -> None:
+    def record_all(self, units: list[Any]) -> None:
         """Several units at once, in one write (an incremental import's files, applied together)."""
         with self._lock:
             for unit in units:

@@ -11,6 +11,9 @@ and a retried segment replaces its file.
 A local directory must be one filesystem for the driver and every executor (local mode, or a
 shared mount on a cluster); the driver checks each data file is there before writing the manifests.
 
+The validator keeps its work files in such a folder too (`migrator.validate.buckets`): it also
+reads files back (`read_object`) and deletes the whole folder when done (`delete_folder`).
+
 A Hadoop filesystem (hdfs://...) is reachable only through the driver's JVM: executors are
 Python workers without one. There `open_data_file` keeps the file's bytes, bounded by the
 export's file size limit (`export_pieces`), and the executor hands them back to the driver,
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -126,6 +130,37 @@ def open_data_file(folder: ExportFolder, relative: str) -> Iterator["_LocalFile 
         sink.abort()
         raise
     sink.commit()
+
+
+def read_object(folder: ExportFolder, relative: str) -> bytes | None:
+    """A whole file's bytes (local or S3), or None when it is not there."""
+    if not folder.is_s3:
+        try:
+            return Path(folder.where(relative)).read_bytes()
+        except FileNotFoundError:
+            return None
+    try:
+        with translated("reading", folder.where(relative)):
+            return aws.client(folder.s3, "s3").get_object(Bucket=folder.bucket, Key=folder.key(relative))["Body"].read()
+    except ResourceNotFound as exc:
+        if exc.code == "NoSuchKey":
+            return None
+        raise
+
+
+def delete_folder(folder: ExportFolder) -> None:
+    """Delete the folder and every file under it (local or S3); nothing when it is not there."""
+    if not folder.is_s3:
+        shutil.rmtree(folder.root, ignore_errors=True)
+        return
+    client = aws.client(folder.s3, "s3")
+    prefix = folder.key("")
+    prefix = prefix if prefix.endswith("/") or not prefix else prefix + "/"
+    with translated("deleting", folder.where()):
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket=folder.bucket, Prefix=prefix):
+            keys = [{"Key": entry["Key"]} for entry in page.get("Contents", [])]
+            if keys:  # at most 1,000 a page: DeleteObjects' own limit
+                client.delete_objects(Bucket=folder.bucket, Delete={"Objects": keys, "Quiet": True})
 
 
 def local_size_bytes(folder: ExportFolder, relative: str) -> int | None:

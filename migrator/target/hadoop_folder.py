@@ -9,7 +9,8 @@ the cluster's Hadoop has a FileSystem for works; nothing beyond Spark's jars is 
 HDFS.
 
 A file is written under a hidden temporary name and renamed into place, so a file under its
-final name is whole, as for a local folder.
+final name is whole, as for a local folder. The validator keeps its work files in such a folder
+too (`migrator.validate.buckets`): it also reads them back and deletes the whole folder.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class HadoopFolder:
     def __init__(self, spark: SparkSession, folder: ExportFolder):
         self.folder = folder
         self._path_class = spark.sparkContext._jvm.org.apache.hadoop.fs.Path
+        self._io = spark.sparkContext._jvm.org.apache.commons.io.IOUtils
         try:
             self._fs = self._path(folder.root).getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
         except Py4JJavaError as exc:  # no FileSystem for the scheme, a malformed URI
@@ -73,6 +75,27 @@ class HadoopFolder:
             self._fs.delete(self._path(self.folder.where(relative)), False)
         except Py4JJavaError as exc:
             raise OSError(f"deleting {self.folder.where(relative)}: {java_reason(exc)}") from None
+
+    def read(self, relative: str) -> bytes | None:
+        """A whole file's bytes, or None when it is not there; OSError with Hadoop's reason when it fails."""
+        path = self._path(self.folder.where(relative))
+        try:
+            if not self._fs.exists(path):
+                return None
+            stream = self._fs.open(path)
+            try:
+                return bytes(self._io.toByteArray(stream))
+            finally:
+                stream.close()
+        except Py4JJavaError as exc:
+            raise OSError(f"reading {self.folder.where(relative)}: {java_reason(exc)}") from None
+
+    def delete_folder(self) -> None:
+        """Delete the folder and everything under it; nothing when it is not there."""
+        try:
+            self._fs.delete(self._path(self.folder.root), True)
+        except Py4JJavaError as exc:
+            raise OSError(f"deleting {self.folder.where()}: {java_reason(exc)}") from None
 
     def _existing_exports(self) -> tuple[list[str], bool]:
         """The export folders (`AWSDynamoDB/<id>/`) under the folder, and whether any is finished."""

@@ -1,33 +1,48 @@
-"""The validator's driver: check the input, plan the reads, run the join on Spark, add up, report.
+"""The validator's driver: check the input, plan the units, run them on Spark, add up, report.
 
-Every check that can fail (the kind of sides, the report path, both sides and their keys) runs
-before the Spark session starts, so bad input is one line and exit 2. A live source table is
-read as the migration's copy reads it: the same segments and concurrency (`plan_copy`), paced
-by `throughputReadPercent`. An S3 export source is read a data file per task, as its import
-reads it. Repairs are written at the target's share of its capacity (`throughputWritePercent`).
+Every check that can fail (the kind of sides, the report path, both sides and their keys, the
+validation's savepoint) runs before the Spark session starts, so bad input is one line and
+exit 2. A live source table is read as the migration's copy reads it: the same segments and
+concurrency (`plan_copy`), paced by `throughputReadPercent`. An S3 export source is read a
+data file per unit, as its import reads it. Repairs are written at the target's share of its
+capacity (`throughputWritePercent`).
+
+The work runs as units (`migrator.validate.buckets`) through the snapshot's runner, each one
+recorded in the validation's own savepoint as it finishes, so a rerun of an interrupted
+validation skips what is recorded (`migrator.validate.progress`). A finished validation
+deletes its work files and its savepoint: running it again validates again.
 """
 
 from __future__ import annotations
 
 import logging
+import math
+import os
+import threading
 import time
-from typing import Any, Callable
+from dataclasses import dataclass, replace
+from typing import Callable
 
-from py4j.protocol import Py4JError
-from pyspark.errors.exceptions.captured import CapturedException
 from pyspark.sql import SparkSession
 
 from migrator.config import LoadedConfig, MigratorConfig
-from migrator.driver_region import with_the_drivers_region
 from migrator.config.document import Validation
-from migrator.errors import TargetTableNotFound, UnsupportedFeature, ValidationFailed
+from migrator.driver_region import with_the_drivers_region
+from migrator.errors import MigratorError, TargetTableNotFound, UnsupportedFeature, ValidationFailed
 from migrator.export.plan import plan_import
 from migrator.plan import SnapshotPlan, plan_snapshot, planned_units
-from migrator.snapshot import export_import
-from migrator.snapshot.runner import failed_job_cause, run_action
+from migrator.snapshot import export_import, savepoint_folders
+from migrator.snapshot.runner import UnitJobs, run_job, run_units
+from migrator.snapshot.savepoints import VALIDATION, SavepointStore, Side, UnitLedger
 from migrator.snapshot.table_copy import plan_copy, preflight
+from migrator.target.export_folder import ExportFolder, delete_folder
+from migrator.target.hadoop_folder import HadoopFolder
 from migrator.target.tables import TableInfo
-from migrator.validate.matching import KeyCheck, SideScan, check_keys, read_export_side, scan_side
+from migrator.validate.buckets import (
+    SOURCE, TARGET, CompareOutcome, CompareTask, ReadOutcome, ReadTask, compare_bucket, read_unit, unit_failed,
+)  # fmt: skip
+from migrator.validate.matching import KeyCheck, SideScan
+from migrator.validate.progress import SavedValidation, ValidationProgress, answer_options
 from migrator.validate.report import Tally, ValidationSummary, check_report_path, write_report
 
 log = logging.getLogger(__name__)
@@ -35,6 +50,23 @@ log = logging.getLogger(__name__)
 # throughputReadPercent's default: how much of its capacity the target is read at when the
 # source block has no such key to borrow (an S3 export source).
 DEFAULT_READ_PERCENT = 0.5
+# What one bucket holds of both sides at most, as the tables' sizes say: a compare unit holds
+# its bucket in memory. There are never fewer buckets than scan segments.
+BUCKET_TARGET_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Units:
+    """A validation's plan: its read units, the names of each side's, how many at once, how keys are checked."""
+
+    reads: list[ReadTask]
+    concurrency: int
+    check: KeyCheck
+    total_segments: int
+    buckets: int
+
+    def names(self, side: str) -> tuple[str, ...]:
+        return tuple(task.unit for task in self.reads if task.unit.startswith(f"{side}-"))
 
 
 def validate(
@@ -51,21 +83,25 @@ def validate(
     if report_path is not None:
         check_report_path(report_path)
     if config.imports_export:
-        tally = _validate_import(config, spark_factory)
+        tally = _validate_import(loaded, spark_factory)
     else:
-        tally = _validate_copy(config, spark_factory)
+        tally = _validate_copy(loaded, spark_factory)
     summary = ValidationSummary(config.source.table, config.target.table, tally, time.monotonic() - started)
     if report_path is not None:
         write_report(report_path, summary)
     return summary
 
 
-def _validate_copy(config: MigratorConfig, spark_factory: Callable[[], SparkSession]) -> Tally:
+def _validate_copy(loaded: LoadedConfig, spark_factory: Callable[[], SparkSession]) -> Tally:
     """A live source table against the target table: both scanned in segments, rechecked by GetItem."""
+    config = loaded.config
     checks = preflight(config)  # both tables described, keys matched after renames, as the copy checks them
     target = _existing(config, checks.target)
+    source_side = savepoint_folders.table_side(config.source, "source", checks.source)
+    store, saved = _savepoint(loaded, spark_factory, source_side)
     spark = spark_factory()
-    plan = plan_copy(config, checks.source, target, config.source.scan_segments, spark.sparkContext.defaultParallelism)
+    segments = saved.total_segments if saved else config.source.scan_segments
+    plan = plan_copy(config, checks.source, target, segments, spark.sparkContext.defaultParallelism)
     source_scan = SideScan(
         spec=config.source.client_spec("source"), table=config.source.table, total_segments=plan.total_segments,
         read_units_per_second=plan.read_units_per_task, report_capacity=not config.source.strips_consumed_capacity,
@@ -75,26 +111,30 @@ def _validate_copy(config: MigratorConfig, spark_factory: Callable[[], SparkSess
     )  # fmt: skip
     # The target has no read-pacing keys: it is read at the source's percent of its own capacity.
     target_scan = _target_scan(config, plan, target, config.source.throughput_read_percent)
-    segments = list(range(plan.total_segments))
-    source = spark.sparkContext.parallelize(segments, plan.concurrency).mapPartitions(
-        lambda part: scan_side(source_scan, part)
-    )
+    buckets = saved.buckets if saved else _bucket_count(plan, checks.source.size_bytes, target.size_bytes)
+    folder = _work_folder(config, store)
+    reads = [_segment_read(SOURCE, source_scan, n, buckets, folder) for n in range(plan.total_segments)]
+    reads += [_segment_read(TARGET, target_scan, n, buckets, folder) for n in range(plan.total_segments)]
     check = _key_check(config, plan, source_scan, target_scan)
-    return _join(spark, config, plan, source, check)
+    units = Units(reads, plan.concurrency, check, plan.total_segments, buckets)
+    return _run(spark, config, store, saved, units, folder)
 
 
-def _validate_import(config: MigratorConfig, spark_factory: Callable[[], SparkSession]) -> Tally:
+def _validate_import(loaded: LoadedConfig, spark_factory: Callable[[], SparkSession]) -> Tally:
     """A full S3 export against the table it was imported into: was the import exact?
 
     The export cannot be read again by key, so nothing is rechecked: validate an import before
     replication changes the target, or expect those changes among the differences.
     """
+    config = loaded.config
     checks = export_import.preflight(config)  # manifests read, data files present, keys matched
     if checks.source.summary.is_incremental:
         raise UnsupportedFeature(
             "validating an incremental S3 export", "source.manifestKey", "validate the full export it applies to"
         )
     target = _existing(config, checks.target)
+    source_side = savepoint_folders.export_side(config.source, checks.source.summary.export_arn)
+    store, saved = _savepoint(loaded, spark_factory, source_side)
     spark = spark_factory()
     parallelism = spark.sparkContext.defaultParallelism
     files = checks.source.files
@@ -102,17 +142,128 @@ def _validate_import(config: MigratorConfig, spark_factory: Callable[[], SparkSe
     reading = plan_import(files=len(files), parallelism=parallelism, max_map_tasks=config.source.max_map_tasks,
                           write_units=write_units)  # fmt: skip
     plan = plan_snapshot(
-        explicit_segments=None, table_size_bytes=target.size_bytes,
+        explicit_segments=saved.total_segments if saved else None, table_size_bytes=target.size_bytes,
         read_units=planned_units(None, target.read_capacity, DEFAULT_READ_PERCENT), write_units=write_units,
         parallelism=parallelism, max_map_tasks=config.source.max_map_tasks,
     )  # fmt: skip
-    tasks = [export_import.file_task(config, checks, data_file, n, reading) for n, data_file in enumerate(files, 1)]
-    renames, key_names = tuple(config.rename_map.items()), checks.key_names
-    source = spark.sparkContext.parallelize(tasks, reading.concurrency).mapPartitions(
-        lambda part: read_export_side(part, renames, key_names)
-    )
     target_scan = _target_scan(config, plan, target, DEFAULT_READ_PERCENT)
-    return _join(spark, config, plan, source, _key_check(config, plan, None, target_scan))
+    # The export holds about what the target holds.
+    buckets = saved.buckets if saved else _bucket_count(plan, 2 * target.size_bytes)
+    folder = _work_folder(config, store)
+    renames = tuple(config.rename_map.items())
+    reads = [
+        ReadTask(
+            f"{SOURCE}-file-{n}", buckets, folder, file=export_import.file_task(config, checks, data_file, n, reading),
+            renames=renames, key_names=checks.key_names,
+        )
+        for n, data_file in enumerate(files, 1)
+    ]  # fmt: skip
+    reads += [_segment_read(TARGET, target_scan, n, buckets, folder) for n in range(plan.total_segments)]
+    units = Units(reads, plan.concurrency, _key_check(config, plan, None, target_scan), plan.total_segments, buckets)
+    return _run(spark, config, store, saved, units, folder)
+
+
+def _savepoint(
+    loaded: LoadedConfig, spark_factory: Callable[[], SparkSession], source: Side
+) -> tuple[SavepointStore, ValidationProgress | None]:
+    """The validation's own savepoint, and its progress when an interrupted run left one: checked to be
+    this validation's (sides, options) before anything is read."""
+    store = savepoint_folders.open_store(loaded, spark_factory, source, VALIDATION)
+    store.check_writable()
+    record = store.load_record()
+    if record is None:
+        return store, None
+    return store, SavedValidation(store.path, record).progress(answer_options(loaded.config))
+
+
+def _work_folder(config: MigratorConfig, store: SavepointStore) -> ExportFolder:
+    """Beside the savepoint, named after it: `<savepoints.path>/validation_..._<hash>.work/`."""
+    name = f"{store.identity.stem()}.work"
+    savepoints = config.savepoints
+    if savepoints.is_s3:
+        prefix = f"{savepoints.prefix}/{name}" if savepoints.prefix else name
+        return ExportFolder(savepoints.bucket, prefix, savepoints.client_spec("savepoints"))
+    if savepoints.is_hadoop:
+        return ExportFolder(None, f"{savepoints.path.rstrip('/')}/{name}", hadoop=True)
+    return ExportFolder(None, os.path.join(os.path.abspath(os.path.expanduser(savepoints.local_path)), name))
+
+
+def _bucket_count(plan: SnapshotPlan, *sizes_bytes: int) -> int:
+    return max(plan.total_segments, math.ceil(sum(sizes_bytes) / BUCKET_TARGET_BYTES))
+
+
+def _segment_read(side: str, scan: SideScan, segment: int, buckets: int, folder: ExportFolder) -> ReadTask:
+    return ReadTask(f"{side}-{segment}", buckets, folder, scan=scan, segment=segment)
+
+
+def _run(
+    spark: SparkSession,
+    config: MigratorConfig,
+    store: SavepointStore,
+    saved: ValidationProgress | None,
+    units: Units,
+    folder: ExportFolder,
+) -> Tally:
+    """Read every unit not recorded, then compare every bucket not recorded; the merged Tally of all.
+
+    Once all are done the work files and the savepoint go: the validation is over.
+    """
+    progress = saved or ValidationProgress(
+        answer_options(config), units.total_segments, units.buckets, Tally(units.check.failures_to_fetch)
+    )
+    ledger = UnitLedger(store, progress)
+    ledger.start()
+    reads = [task for task in units.reads if task.unit not in progress.read]
+    compares = [
+        CompareTask(bucket, units.names(SOURCE), units.names(TARGET), folder, units.check)
+        for bucket in range(units.buckets)
+        if bucket not in progress.compared
+    ]
+    _log_start(config, store, saved, units, len(reads), len(compares))
+    hadoop = HadoopFolder(spark, folder) if folder.hadoop else None
+
+    def on_read(outcome: ReadOutcome) -> None:
+        for name, data in outcome.files:  # a Hadoop work folder: the driver writes what the executor read
+            hadoop.write(name, data)
+        ledger.record(outcome.unit)
+
+    try:
+        run_units(spark, reads, units.concurrency, on_read, READ_JOBS)
+        run_units(spark, compares, units.concurrency, lambda outcome: ledger.record((outcome.bucket, outcome.tally)),
+                  COMPARE_JOBS if hadoop is None else _compare_jobs_reading(hadoop))  # fmt: skip
+    except MigratorError as exc:
+        raise ValidationFailed(config.source.table, config.target.table, str(exc)) from None
+    if hadoop is not None:
+        hadoop.delete_folder()
+    else:
+        delete_folder(folder.control_plane())
+    store.discard()
+    return ledger.progress.tally
+
+
+def _log_start(
+    config: MigratorConfig, store: SavepointStore, saved: ValidationProgress | None, units: Units, reads: int, compares: int
+) -> None:
+    if saved is not None:
+        log.info(
+            "resuming the validation from %s: %d of %d units read, %d of %d buckets compared", store.path,
+            len(saved.read), len(units.reads), len(saved.compared), units.buckets,
+        )  # fmt: skip
+    log.info(
+        "validating %r against %r: %d units to read, %d buckets to compare, %d at once",
+        config.source.table, config.target.table, reads, compares, units.concurrency,
+    )  # fmt: skip
+
+
+def _compare_jobs_reading(hadoop: HadoopFolder) -> UnitJobs:
+    """Compare units whose bucket files the driver reads from a Hadoop work folder and ships in the task:
+    the driver holds one bucket (compressed) per unit running."""
+
+    def attempt(spark: SparkSession, task: CompareTask, jobs: UnitJobs, stop: threading.Event) -> CompareOutcome:
+        files = tuple((name, data) for name in task.file_names() if (data := hadoop.read(name)) is not None)
+        return run_job(spark, replace(task, files=files), jobs)
+
+    return replace(COMPARE_JOBS, attempt=attempt)
 
 
 def _existing(config: MigratorConfig, target: TableInfo | None) -> TableInfo:
@@ -145,23 +296,18 @@ def _options(config: MigratorConfig) -> Validation:
     return config.validation or Validation()
 
 
-def _join(spark: SparkSession, config: MigratorConfig, plan: SnapshotPlan, source: Any, check: KeyCheck) -> Tally:
-    """Scan the target, join it with the source by key, and check each key's pair on the executors."""
-    sc = spark.sparkContext
-    sc.setJobDescription(f"validate {config.source.table} against {config.target.table}")
-    segments = list(range(plan.total_segments))
-    target = sc.parallelize(segments, plan.concurrency).mapPartitions(lambda part: scan_side(check.target, part))
-    # One join partition per segment: a partition holds about a segment's items of each side.
-    joined = source.fullOuterJoin(target, numPartitions=plan.total_segments)
-    log.info("validating %r against %r: %s", config.source.table, config.target.table, plan.describe())
-    checked = joined.mapPartitions(lambda pairs: check_keys(check, pairs))
-    try:  # Ctrl+C and SIGTERM cancel the Spark job and go on to the command's last line
-        tallies = run_action(spark, checked.collect, "validate")
-    except (Py4JError, CapturedException) as exc:  # Spark itself failed: an executor lost, a task killed
-        raise ValidationFailed(config.source.table, config.target.table, failed_job_cause(exc)) from None
-    total = Tally(check.failures_to_fetch)
-    for tally in tallies:
-        if tally.error is not None:
-            raise ValidationFailed(config.source.table, config.target.table, str(tally.error))
-        total.merge(tally)
-    return total
+def _describe_read(task: ReadTask) -> str:
+    return f"validation: read {task.unit} into {task.buckets} buckets"
+
+
+def _describe_compare(task: CompareTask) -> str:
+    return f"validation: compare bucket {task.bucket}"
+
+
+READ_JOBS = UnitJobs(
+    read_unit, _describe_read, lambda task, cause: ReadOutcome(task.unit, error=unit_failed(task.unit, cause)), "read"
+)
+COMPARE_JOBS = UnitJobs(
+    compare_bucket, _describe_compare,
+    lambda task, cause: CompareOutcome(task.bucket, error=unit_failed(f"bucket {task.bucket}", cause)), "bucket",
+)  # fmt: skip

@@ -1,12 +1,12 @@
-"""The validator's work on executors: read each side, then judge, recheck and repair each key of the join.
+"""The validator's work on executors: read each side's items, then judge, recheck and repair each key.
 
-A table is scanned segment by segment, paced like the snapshot's Scan (`scan_segment` with the
-task's share of the side's read rate); an S3 export is read a data file per task, as its import
-reads it. Source items are renamed as the migration renames them, so they meet the target's
-items under the target's names, and those the migration skips as expired are marked so. Keys
-meet in a Spark full outer join on the canonical key (numbers by value), so neither side is
-gathered on the driver. What differs is read again by key after a delay (`_second_look`), and
-only what still differs is counted and repaired.
+A table is read a scan segment at a time, paced like the snapshot's Scan (`scan_segment` with the
+task's share of the side's read rate); an S3 export a data file at a time, as its import reads
+it. Source items are renamed as the migration renames them, so they meet the target's items
+under the target's names, and those the migration skips as expired are marked so. Each item
+goes with its canonical key (numbers by value), by which both sides meet in a bucket
+(`migrator.validate.buckets`). What differs is read again by key after a delay
+(`_second_look`), and only what still differs is counted and repaired.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator
 
 from migrator.connection import ClientSpec
-from migrator.errors import MigratorError
 from migrator.export.decode import read_items
 from migrator.items import Item, is_expired, rename_attributes
 from migrator.ratelimit import CapacityLimiter
@@ -31,15 +30,6 @@ from migrator.wire import wire_client
 
 # What a side's read yields for one item: (canonical key, (item under the target's names, expired)).
 Entry = tuple[Item, bool]
-# Canonical keys are JSON objects ("{..."): a key starting with FAILED carries a read's failure.
-FAILED = "!failed "
-
-
-@dataclass(frozen=True)
-class Failure:
-    """A side's read that failed on an executor, carried to the driver inside a Tally."""
-
-    error: MigratorError
 
 
 @dataclass(frozen=True)
@@ -59,7 +49,7 @@ class SideScan:
 
 @dataclass(frozen=True)
 class KeyCheck:
-    """How to judge, recheck and repair the keys of one partition of the join."""
+    """How to judge, recheck and repair the keys of one bucket."""
 
     key_names: tuple[str, ...]  # the target's key attributes: what the samples show
     source: SideScan | None  # None when the source cannot be read again (an S3 export): no recheck
@@ -82,34 +72,19 @@ class KeyCheck:
 Difference = tuple[str, Item | None, Item | None]
 
 
-def scan_side(scan: SideScan, segments: Iterable[int]) -> Iterator[tuple[str, Entry | Failure]]:
-    """Every item of these segments under the target's names, by canonical key, marked when expired;
-    a failure ends the task's pairs as one `failed` pair instead of raising (`migrator.task_boundary`)."""
-    segments = list(segments)
-    with errors_returned(f"scanning table {scan.table!r}") as caught:
-        yield from _scanned(scan, segments)
-    if caught.error is not None:
-        yield failed(f"table {scan.table} segments {segments}", caught.error)
-
-
-def _scanned(scan: SideScan, segments: list[int]) -> Iterator[tuple[str, Entry]]:
+def scanned_entries(scan: SideScan, segment: int) -> Iterator[tuple[str, Entry]]:
+    """Every item of this segment under the target's names, by canonical key, marked when expired."""
     target_key_names = _target_key_names(scan)
     limiter = CapacityLimiter(scan.read_units_per_second)
-    for segment in segments:
-        pages = scan_segment(
-            wire_client(scan.spec), scan.table, segment, scan.total_segments, limiter=limiter,
-            counters=ScanCounters(), consistent_read=scan.consistent_read, report_capacity=scan.report_capacity,
-        )  # fmt: skip
-        for page in pages:
-            now = time.time()
-            for item in page:
-                renamed, expired = _as_target_names(scan, item, now)
-                yield canonical_key({name: renamed[name] for name in target_key_names}), (renamed, expired)
-
-
-def failed(what: str, error: MigratorError) -> tuple[str, Failure]:
-    """The pair that carries a read's failure through the join to `check_keys`, under a key no item has."""
-    return f"{FAILED}{what}", Failure(error)
+    pages = scan_segment(
+        wire_client(scan.spec), scan.table, segment, scan.total_segments, limiter=limiter, counters=ScanCounters(),
+        consistent_read=scan.consistent_read, report_capacity=scan.report_capacity,
+    )  # fmt: skip
+    for page in pages:
+        now = time.time()
+        for item in page:
+            renamed, expired = _as_target_names(scan, item, now)
+            yield canonical_key({name: renamed[name] for name in target_key_names}), (renamed, expired)
 
 
 def _as_target_names(scan: SideScan, item: Item, now: float) -> Entry:
@@ -118,29 +93,17 @@ def _as_target_names(scan: SideScan, item: Item, now: float) -> Entry:
     return rename_attributes(item, dict(scan.renames), scan.key_names), expired
 
 
-def read_export_side(
-    tasks: Iterable[FileTask], renames: tuple[tuple[str, str], ...], key_names: tuple[str, ...]
-) -> Iterator[tuple[str, Entry | Failure]]:
-    """Every item of these data files of a full S3 export, renamed, by canonical key; each file's MD5
-    checked first. A failure (a damaged file) ends the task's pairs as one `failed` pair.
+def exported_entries(task: FileTask, renames: dict[str, str], key_names: tuple[str, ...]) -> Iterator[tuple[str, Entry]]:
+    """Every item of a full S3 export's data file, renamed, by canonical key; the file's MD5 checked first.
 
     An export holds what the table held at export time, expired or not, and its import copies
     everything: no item is skipped as expired.
     """
-    tasks = list(tasks)
-    with errors_returned(f"reading {len(tasks)} export data files") as caught:
-        yield from _exported(tasks, dict(renames), key_names)
-    if caught.error is not None:
-        yield failed(f"export files {[task.number for task in tasks]}", caught.error)
-
-
-def _exported(tasks: list[FileTask], renames: dict[str, str], key_names: tuple[str, ...]) -> Iterator[tuple[str, Entry]]:
     target_key_names = _renamed_names(renames, key_names)
-    for task in tasks:
-        with local_copy(task) as copy:
-            for item in read_items(task.data_file, copy, task.output_format):
-                renamed = rename_attributes(item, renames, key_names)
-                yield canonical_key({name: renamed[name] for name in target_key_names}), (renamed, False)
+    with local_copy(task) as copy:
+        for item in read_items(task.data_file, copy, task.output_format):
+            renamed = rename_attributes(item, renames, key_names)
+            yield canonical_key({name: renamed[name] for name in target_key_names}), (renamed, False)
 
 
 def _target_key_names(scan: SideScan) -> tuple[str, ...]:
@@ -152,7 +115,7 @@ def _renamed_names(renames: dict[str, str], names: tuple[str, ...]) -> tuple[str
 
 
 def check_keys(check: KeyCheck, pairs: Iterable[tuple[str, tuple[Entry | None, Entry | None]]]) -> Iterator[Tally]:
-    """Classify each key of the join (missing, extra, different, equal, expired), recheck what differs,
+    """Classify each key met in a bucket (missing, extra, different, equal, expired), recheck what differs,
     repair what is asked; one Tally. Never raises (`migrator.task_boundary`): a failure comes back in it."""
     tally = Tally(check.failures_to_fetch)
     with errors_returned("checking keys") as caught:
@@ -171,8 +134,6 @@ def check_keys(check: KeyCheck, pairs: Iterable[tuple[str, tuple[Entry | None, E
 def _first_look(check: KeyCheck, pairs, tally: Tally) -> Iterator[Difference]:
     """The keys that differ in the scans; counts the items read, the equal ones and the expired ones."""
     for order, (source, target) in pairs:
-        if order.startswith(FAILED):
-            raise (source or target).error  # a read failed: its Tally carries the error home
         tally.source_items += source is not None
         tally.target_items += target is not None
         difference = _judged(check, order, source, target, tally)

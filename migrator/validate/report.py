@@ -56,7 +56,7 @@ class Tally:
         return sorted(self.samples)[: self.limit]
 
     def merge(self, other: "Tally") -> "Tally":
-        for name in ("source_items", "target_items", "equal", "missing", "extra", "different", "skipped_expired"):
+        for name in _COUNTS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for kind, count in other.repaired.items():
             self.repaired[kind] += count
@@ -64,10 +64,30 @@ class Tally:
             self.sample(sample)
         return self
 
+    def as_record(self) -> dict[str, Any]:
+        """The counts and the kept samples as plain values, for the validation's savepoint."""
+        counts = {name: getattr(self, name) for name in _COUNTS}
+        samples = [
+            {"order": s.order, "kind": s.kind, "key": s.key, "attributes": list(s.attributes)} for s in self.kept_samples()
+        ]
+        return {**counts, "repaired": dict(self.repaired), "samples": samples}
+
+    @classmethod
+    def from_record(cls, limit: int, record: dict[str, Any]) -> "Tally":
+        """The Tally `as_record` wrote; KeyError, TypeError or ValueError when the record is not one."""
+        tally = cls(limit, **{name: int(record[name]) for name in _COUNTS})
+        tally.repaired = {kind: int(record["repaired"][kind]) for kind in (MISSING, DIFFERENT, EXTRA)}
+        for s in record["samples"]:
+            tally.sample(Sample(str(s["order"]), str(s["kind"]), dict(s["key"]), tuple(s["attributes"])))
+        return tally
+
     @property
     def remaining(self) -> int:
         """Differences still in the target after the repairs."""
         return self.missing + self.extra + self.different - sum(self.repaired.values())
+
+
+_COUNTS = ("source_items", "target_items", "equal", "missing", "extra", "different", "skipped_expired")
 
 
 @dataclass
