@@ -15,6 +15,8 @@ A Hadoop filesystem (hdfs://...) is reachable only through the driver's JVM: exe
 Python workers without one. There `open_data_file` keeps the file's bytes, bounded by the
 export's file size limit (`export_pieces`), and the executor hands them back to the driver,
 which writes them and the rest with `hadoop_folder.HadoopFolder`.
+
+The validator reads a finished export back from a local or S3 folder (`read_written_export`).
 """
 
 from __future__ import annotations
