@@ -25,8 +25,8 @@ import hashlib
 import os
 import uuid
 from contextlib import contextmanager
-from functools import partial
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, Iterator
 
