@@ -11,6 +11,11 @@ One emulator (testsupport/emulator.py) serves a source table of N `sample_data.m
   (c) the migrator, `spark-submit --master local[2] jobs/migrate.py`, timed from launch to exit and from its
       first Scan to the answer to its last BatchWriteItem (the copy without JVM start-up and shutdown), which
       testsupport/faultproxy.py, relaying its requests with no faults, timestamps.
+Then the validator checks (c)'s copy:
+  (v) `spark-submit --master local[2] jobs/validate.py` with (c)'s config: both tables scanned and compared key by
+      key. Launched, sampled and proxied as (c) is; timed from launch to exit and from its first Scan to the
+      moment its JSON report is written (the comparison done, before JVM shutdown). Its report must count every
+      item equal. Items compared per second are the source's items (each read from both tables) per second.
 Then the same items are imported from S3 exports, beside the Scan path (skipped with --no-imports):
   (d), (e) the migrator importing a full export (`source.type: dynamodb-s3-export`) of the same items, which
       testsupport/s3_exports.py wrote beforehand into the emulator's S3 in AWS's layout (--export-files gzip data
@@ -40,6 +45,7 @@ import argparse
 import contextlib
 import ctypes
 import importlib.metadata
+import json
 import os
 import platform
 import resource
@@ -98,9 +104,10 @@ class Copy:
     client_cpu: float
     check: str = "not checked"
     ok: bool = False
-    window_seconds: float = 0.0  # (c) only: first Scan to last write
+    window_seconds: float = 0.0  # (c): first Scan to last write; (v): first Scan to the report written
     workers_sampled: bool = True  # (c) only: False when no CPU of a forked Python worker was sampled
     peak_rss: dict[str, int] = field(default_factory=dict)  # (c) only: bytes per kind of process
+    target: str = ""  # the table a copy wrote
 
 
 # --- DynamoDB helpers -----------------------------------------------------------------------------------
@@ -233,7 +240,7 @@ def copy_migrator(client, emulator_url: str, source: Source, segments: int | Non
     plan = next((line.partition("snapshot plan: ")[2] for line in log if "snapshot plan: " in line), "?")
     copy = Copy(f"spark-submit --master {MASTER}; {', '.join(plan.split(', ')[:2])}", exited - launched,
                 rusage + job.kernel_reaped_worker_cpu(), window_seconds=max(last_write - first_scan, 0.0),
-                peak_rss=job.peak_rss, workers_sampled=job.kernel_reaped_worker_cpu() > 0)
+                peak_rss=job.peak_rss, workers_sampled=job.kernel_reaped_worker_cpu() > 0, target=target)
     print(f"    plan: {plan}")
     print(f"    launch → exit {copy.seconds:.1f} s; first Scan → last write {copy.window_seconds:.1f} s, "
           f"from {first_scan - launched:.1f} s after launch to {exited - last_write:.1f} s before exit")
@@ -248,12 +255,54 @@ def copy_migrator(client, emulator_url: str, source: Source, segments: int | Non
     return copy
 
 
-def spark_submit(config: Path) -> list[str]:
+def validate_copy(emulator_url: str, source: Source, copy: Copy, segments: int | None, workdir: Path) -> Copy:
+    """(v) The validator comparing (c)'s target with the source, launched and sampled as (c) is.
+
+    The proxy stamps requests with the wall clock, which the report file's mtime shares: the window
+    ends when the comparison is done and reported, before the JVM shuts down.
+    """
+    print(f"\n(v) validator: spark-submit --master {MASTER} jobs/validate.py, (c)'s copy against the source ...")
+    job, report_path = Job(workdir / "job-v.log"), workdir / "report-v.json"
+    with FaultProxy(emulator_url, fault_rate=0.0, record=True, clock=time.time) as proxy:
+        config = write_config(workdir, proxy.endpoint_url, source.table, copy.target, segments)
+        command = spark_submit(config, "validate.py", "--report", str(report_path))
+        print(f"    {shlex.join(command)}")
+        rusage0, launched, launched_at = children_cpu(), time.monotonic(), time.time()
+        exit_code = job.run(command)
+        exited, rusage = time.monotonic(), children_cpu() - rusage0
+        scans = [r for r in proxy.recorded if r[0] == "Scan"]  # (operation, body, arrived, answered)
+    reported_at = report_path.stat().st_mtime if report_path.exists() else launched_at + exited - launched
+    first_scan = min((r[2] for r in scans), default=reported_at)
+    log = job.log_path.read_text(errors="replace").splitlines()
+    plan = next((line.partition("validating ")[2].partition(": ")[2] for line in log if "validating " in line), "?")
+    validation = Copy(f"spark-submit --master {MASTER}; {', '.join(plan.split(', ')[:2])}", exited - launched,
+                      rusage + job.kernel_reaped_worker_cpu(), window_seconds=max(reported_at - first_scan, 0.0),
+                      peak_rss=job.peak_rss, workers_sampled=job.kernel_reaped_worker_cpu() > 0)  # fmt: skip
+    print(f"    plan: {plan}")
+    print(f"    launch → exit {validation.seconds:.1f} s; first Scan → report written {validation.window_seconds:.1f} s, "
+          f"from {first_scan - launched_at:.1f} s after launch to {launched_at + validation.seconds - reported_at:.1f} s "
+          f"before exit")
+    print(f"    client CPU {validation.client_cpu:.1f} s; peak RSS: "
+          f"{', '.join(f'{kind} {mib(size)}' for kind, size in job.peak_rss.items())}")
+    print("\n".join(f"    | {line}" for line in log if line.startswith(("validation ", "  "))))  # the job's summary
+    if exit_code != 0 or not report_path.exists():
+        validation.check = f"the job exited with code {exit_code}; its log ends:\n    " + "\n    ".join(log[-40:])
+        return validation
+    counts = json.loads(report_path.read_text())
+    n = len(source.keys)
+    validation.ok = counts["sourceItems"] == counts["targetItems"] == counts["equal"] == n
+    validation.check = (f"report: {counts['sourceItems']:,} source items, {counts['targetItems']:,} target items, "
+                        f"{counts['equal']:,} equal: {'OK' if validation.ok else 'MISMATCH'}")  # fmt: skip
+    print(f"    check {validation.check}")
+    return validation
+
+
+def spark_submit(config: Path, job: str = "migrate.py", *args: str) -> list[str]:
     log4j = f"-Dlog4j2.configurationFile={REPO / 'conf' / 'log4j2.properties'}"  # Spark's own logging at WARN
     # The launch docs/snapshot.md recommends for local mode (see migrator.spark.LOCAL_DRIVER_JAVA_OPTIONS).
     java_options = f"{log4j} {LOCAL_DRIVER_JAVA_OPTIONS}"
     return [str(Path(sys.executable).parent / "spark-submit"), "--master", MASTER, "--driver-java-options", java_options,
-            str(REPO / "jobs" / "migrate.py"), "--config", str(config)]
+            str(REPO / "jobs" / job), "--config", str(config), *args]
 
 
 def write_config(workdir: Path, endpoint_url: str, source: str, target: str, segments: int | None) -> Path:
@@ -501,11 +550,11 @@ def print_header(args: argparse.Namespace) -> dict[str, str]:
     return facts
 
 
-def report(args: argparse.Namespace, facts: dict[str, str], source: Source, a: Copy, b: Copy, c: Copy,
+def report(args: argparse.Namespace, facts: dict[str, str], source: Source, a: Copy, b: Copy, c: Copy, v: Copy,
            imports: dict[str, Copy] | None = None) -> None:
-    """Rates, ratios, CPU, memory and the two goals; then the same as a Markdown table for docs/benchmarks.md.
+    """Rates, ratios, CPU, memory and the goals; then the same as a Markdown table for docs/benchmarks.md.
 
-    `imports`: (d) and (e), the S3 export imports, by label, when they ran.
+    `v`: the validation of (c)'s copy; `imports`: (d) and (e), the S3 export imports, by label, when they ran.
     """
     imports = imports or {}
     n, rss, load = args.items, c.peak_rss, "{:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
@@ -522,14 +571,20 @@ def report(args: argparse.Namespace, facts: dict[str, str], source: Source, a: C
         print("client CPU-s per 10,000 items importing: " + ", ".join(
             f"({label}) {copy.client_cpu / n * 10_000:.2f}" for label, copy in imports.items()))  # fmt: skip
     print(f"client CPU-s per 10,000 items: (b) {cpu['b']:.2f}, (c) {cpu['c']:.2f}  [(a) {cpu['a']:.2f}]")
+    rate["v"] = n / v.window_seconds if v.window_seconds else 0.0
+    print(f"items compared/s validating (c)'s copy: (v) {rate['v']:,.0f} from first Scan to report written "
+          f"({n / v.seconds:,.0f} from launch to exit); client CPU-s per 10,000 items {v.client_cpu / n * 10_000:.2f}")
     print(f"peak RSS of (c): {', '.join(f'{kind} {mib(size)}' for kind, size in rss.items())}")
     print(f"goal: c(first scan→last write) >= 0.8 × a: {'MET' if rate['c'] >= 0.8 * rate['a'] else 'NOT MET'} "
           f"({rate['c']:,.0f} vs {0.8 * rate['a']:,.0f} items/s)")
     # The workers copy every item: a (c) without their CPU is no figure to compare (the sampling missed them).
     cpu_goal = "UNKNOWN (no worker CPU was sampled)" if not c.workers_sampled else "MET" if cpu["c"] < cpu["b"] else "NOT MET"
     print(f"goal: client CPU per item c < b: {cpu_goal} ({cpu['c']:.2f} vs {cpu['b']:.2f} CPU-s per 10k items)")
+    print(f"goal: validation no slower than the copy, v >= c (first Scan onwards): "
+          f"{'MET' if rate['v'] >= rate['c'] else 'NOT MET'} ({rate['v']:,.0f} vs {rate['c']:,.0f} items/s; "
+          f"launch → exit {v.seconds:.1f} s vs {c.seconds:.1f} s)")
     print(f"load average at end (1/5/15 min): {load}")
-    for copy in (a, b, c, *imports.values()):
+    for copy in (a, b, c, v, *imports.values()):
         print(f"verified: {copy.check}" if copy.ok else f"FAILED: {copy.how}: {copy.check}")
     print(f"\n## Markdown\n\nSnapshot copy of {n:,} items ({source.mean_item_bytes:,.0f} bytes on average) on the "
           f"moto emulator; {facts['machine']}; {facts['versions']}; load average {facts['load'].split()[0]} at "
@@ -540,7 +595,10 @@ def report(args: argparse.Namespace, facts: dict[str, str], source: Source, a: C
             ("(b) plain boto3", b.how, b.seconds, f"{cpu['b']:.2f}", ""),
             ("(c) migrator, first Scan → last write", c.how, c.window_seconds, "", ""),
             ("(c) migrator, launch → exit", "the same run, JVM start-up and shutdown included", c.seconds,
-             f"{cpu['c']:.2f}", ", ".join(f"{kind} {mib(size)}" for kind, size in rss.items()))]
+             f"{cpu['c']:.2f}", ", ".join(f"{kind} {mib(size)}" for kind, size in rss.items())),
+            ("(v) validator of (c)'s copy, first Scan → report written", v.how, v.window_seconds, "", ""),
+            ("(v) validator, launch → exit", "the same run, JVM start-up and shutdown included", v.seconds,
+             f"{v.client_cpu / n * 10_000:.2f}", ", ".join(f"{kind} {mib(size)}" for kind, size in v.peak_rss.items()))]
     for label, copy in imports.items():
         name = f"({label}) migrator, {dict(IMPORTS)[label]} export import"
         rows += [(f"{name}, first write → last write", copy.how, copy.window_seconds, "", ""),
@@ -578,7 +636,8 @@ def interrupt(signum, frame) -> None:
 
 
 def benchmark(args: argparse.Namespace, emulator: EmulatorProcess, workdir: Path) -> int:
-    """Seed the source, copy it three ways, import it from two exports; report; 1 if a copy is wrong or a job failed."""
+    """Seed the source, copy it three ways, validate the migrator's copy, import it from two exports; report;
+    1 if a copy or the validation is wrong, or a job failed."""
     facts = print_header(args)
     emulator.start()
     print(f"emulator:  {emulator.endpoint_url} (pid {emulator.pid})")
@@ -587,13 +646,14 @@ def benchmark(args: argparse.Namespace, emulator: EmulatorProcess, workdir: Path
     a = copy_limit(client, source, args.limit_threads)
     b = copy_plain(client, source)
     c = copy_migrator(client, emulator.endpoint_url, source, args.segments, workdir)
+    v = validate_copy(emulator.endpoint_url, source, c, args.segments, workdir)
     imports: dict[str, Copy] = {}
     if not args.no_imports:  # written after (c), so (a) to (c) run as they always have
         exports = write_exports(emulator.endpoint_url, source, args.items, args.payload_bytes, args.export_files)
         for (label, _), export in zip(IMPORTS, exports):
             imports[label] = copy_import(client, emulator.endpoint_url, source, export, label, workdir)
-    report(args, facts, source, a, b, c, imports)
-    return 0 if all(copy.ok for copy in (a, b, c, *imports.values())) else 1
+    report(args, facts, source, a, b, c, v, imports)
+    return 0 if all(copy.ok for copy in (a, b, c, v, *imports.values())) else 1
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -59,13 +59,13 @@ class TargetWrites:
 class FileTask:
     """One data file to read: where it is, what its manifest line says, and where its items go."""
 
-    s3: ClientSpec
-    bucket: str
+    s3: ClientSpec | None  # None with bucket None: a local folder's file
+    bucket: str | None  # None: data_file_s3_key is the file's path in a local folder (an export written there)
     data_file: DataFile  # data_file_s3_key: the key it is read from
     output_format: str
     number: int  # 1-based, in manifest order: "file 3 of 12"
     total_files: int
-    writes: TargetWrites
+    writes: TargetWrites | None = None  # None when the file is only read (the validator)
 
     @property
     def file_key(self) -> str:
@@ -143,6 +143,10 @@ def apply_changes(writes: TargetWrites, records: Iterable[IncrementalRecord]) ->
 @contextmanager
 def local_copy(task: FileTask) -> Iterator[BinaryIO]:
     """The data file on this executor's disk, its MD5 checked against the manifest line."""
+    if task.bucket is None:
+        with _local_file(task) as file:
+            yield file
+        return
     with tempfile.TemporaryFile(dir=_scratch_directory(), prefix="export-data-") as copy:
         try:
             download(aws.client(task.s3, "s3"), task.bucket, task.file_key, copy)
@@ -154,6 +158,19 @@ def local_copy(task: FileTask) -> Iterator[BinaryIO]:
         verify_md5(task.data_file, copy)
         copy.seek(0)
         yield copy
+
+
+@contextmanager
+def _local_file(task: FileTask) -> Iterator[BinaryIO]:
+    """A data file already on a disk the executors share (an export written to a local folder), checked in place."""
+    try:
+        file = open(task.file_key, "rb")
+    except OSError as exc:
+        raise ExportFileError(task.file_key, f"cannot be read ({exc.strerror or exc})") from None
+    with file:
+        verify_md5(task.data_file, file)
+        file.seek(0)
+        yield file
 
 
 def _scratch_directory() -> str | None:

@@ -43,7 +43,7 @@ from migrator.export.output import (
     table_creation_parameters,
 )
 from migrator.snapshot.export_pieces import SegmentPieces
-from migrator.plan import plan_snapshot, planned_units
+from migrator.plan import SnapshotPlan, plan_snapshot, planned_units
 from migrator.snapshot.preflight import Preflight, describe_live_source
 from migrator.snapshot.progress import ProgressReporter, SnapshotSummary
 from migrator.snapshot.outcomes import SegmentFileOutcome
@@ -102,17 +102,7 @@ def write_export(spark: SparkSession, config: MigratorConfig, checks: ExportWrit
     folder = checks.target
     write_file, segment_jobs = _writers(spark, folder)
     export_dir = export_folder(new_export_id(started_at))
-    read_units = planned_units(
-        config.source.read_throughput, checks.source.read_capacity, config.source.throughput_read_percent
-    )
-    plan = plan_snapshot(
-        explicit_segments=config.source.scan_segments,
-        table_size_bytes=checks.source.size_bytes,
-        read_units=read_units,
-        write_units=0.0,  # nothing is written to a table
-        parallelism=spark.sparkContext.defaultParallelism,
-        max_map_tasks=config.source.max_map_tasks,
-    )
+    plan = plan_scan(config, checks.source, spark.sparkContext.defaultParallelism)
     log.info(
         "export plan: %d scan segments, %d concurrent tasks, per task %s RCU/s (%s); writing %s",
         plan.total_segments, plan.concurrency, f"{plan.read_units_per_task:,.0f}", plan.reason,
@@ -145,6 +135,22 @@ def write_export(spark: SparkSession, config: MigratorConfig, checks: ExportWrit
     summary.data_bytes = sum(o.size_bytes for o in written)
     summary.finished = time.monotonic()
     return summary
+
+
+def plan_scan(config: MigratorConfig, source: TableInfo, parallelism: int, segments: int | None = None) -> SnapshotPlan:
+    """The source's scan segments, planned and paced as a table copy's; nothing is written to a table.
+
+    The validator reads the source of an export it checks with the same plan (`segments`: the
+    count its savepoint pinned, when it resumes).
+    """
+    return plan_snapshot(
+        explicit_segments=segments or config.source.scan_segments,
+        table_size_bytes=source.size_bytes,
+        read_units=planned_units(config.source.read_throughput, source.read_capacity, config.source.throughput_read_percent),
+        write_units=0.0,
+        parallelism=parallelism,
+        max_map_tasks=config.source.max_map_tasks,
+    )
 
 
 def _writers(spark: SparkSession, folder: ExportFolder) -> tuple[Callable[[str, bytes], str], UnitJobs]:

@@ -34,12 +34,12 @@ from migrator.target.tables import TableInfo
 
 
 def open_store(
-    loaded: LoadedConfig, spark_factory: Callable[[], Any], source: Side, job: str = SNAPSHOT
+    loaded: LoadedConfig, spark_factory: Callable[[], Any], source: Side, job: str = SNAPSHOT, target: Side | None = None
 ) -> SavepointStore:
-    """The savepoint of this job (the snapshot, or the validation): named after both sides, in the
-    folder savepoints.path names."""
+    """The savepoint of this job (the snapshot, or the validation): named after both sides (the target
+    table's unless `target` is given), in the folder savepoints.path names."""
     config = loaded.config
-    identity = SavepointIdentity(source, table_side(config.target, "target"), job)
+    identity = SavepointIdentity(source, target or table_side(config.target, "target"), job)
     return SavepointStore(open_folder(config.savepoints, spark_factory), loaded.redacted_raw, identity)
 
 

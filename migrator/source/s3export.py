@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass, replace
-from typing import Any, BinaryIO, Sequence
+from typing import Any, BinaryIO, Callable, Sequence
 
 from migrator.aws import translated
 from migrator.errors import AccessDenied, ResourceNotFound
@@ -34,10 +34,16 @@ class ExportManifests:
 
 def read_manifests(client: Any, bucket: str, summary_key: str, where: str) -> ExportManifests:
     """Read and check manifest-summary.json and manifest-files.json; `where` names the endpoint in errors."""
-    summary = parse_summary(_read_object(client, bucket, summary_key, where), summary_key)
+    return manifests_read_by(lambda key: _read_object(client, bucket, key, where), summary_key)
+
+
+def manifests_read_by(read: Callable[[str], bytes], summary_key: str) -> ExportManifests:
+    """Both manifests, each file's bytes got by `read(key)`: from S3, or from a local folder the
+    migrator wrote an export to (its manifests name files by their path under the folder)."""
+    summary = parse_summary(read(summary_key), summary_key)
     layout = ExportLayout.of(summary_key, summary)
     files_key = layout.locate(summary.manifest_files_s3_key)
-    files = parse_data_files(_read_object(client, bucket, files_key, where), files_key)
+    files = parse_data_files(read(files_key), files_key)
     check_item_counts(summary, files, files_key)
     located = tuple(replace(f, data_file_s3_key=layout.locate(f.data_file_s3_key)) for f in files)
     return ExportManifests(summary=summary, files_key=files_key, files=located)

@@ -18,6 +18,8 @@ A Hadoop filesystem (hdfs://...) is reachable only through the driver's JVM: exe
 Python workers without one. There `open_data_file` keeps the file's bytes, bounded by the
 export's file size limit (`export_pieces`), and the executor hands them back to the driver,
 which writes them and the rest with `hadoop_folder.HadoopFolder`.
+
+The validator reads a finished export back from a local or S3 folder (`read_written_export`).
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ import os
 import shutil
 import uuid
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -36,8 +39,10 @@ from migrator.aws import translated
 from migrator.config import S3ExportTarget
 from migrator.connection import ClientSpec
 from migrator.errors import ExportExists, ExportPathError, ResourceNotFound
+from migrator.export.errors import ExportManifestError
 from migrator.export.manifest import SUMMARY_FILE_NAME
 from migrator.export.output import EXPORTS_FOLDER
+from migrator.source.s3export import ExportManifests, check_files_present, manifests_read_by, read_manifests
 
 PART_BYTES = 8 * 1024 * 1024  # S3 parts are 5 MiB to 5 GiB, except the last
 PARTS_PER_SIZE_STEP = 1000  # S3 allows 10,000 parts: grow the part size every 1,000 to stay far below
@@ -106,6 +111,61 @@ def refuse_existing(folder: ExportFolder) -> None:
         raise ExportExists(folder.where(), [folder.where(name) for name in folders], finished)
     if not folder.is_s3:
         _check_local_directory(folder)
+
+
+def read_written_export(folder: ExportFolder) -> ExportManifests:
+    """The manifests of the one finished export under the folder (local or S3), every data file checked present.
+
+    For the validator, which reads back what `target.path` holds. A local folder's data files are
+    named by their path on this machine (one filesystem for the driver and every executor, as
+    when the export was written).
+    """
+    summary_key = folder.key(_finished_export(folder) + SUMMARY_FILE_NAME)
+    if folder.is_s3:
+        client = aws.client(folder.s3, "s3")
+        manifests = read_manifests(client, folder.bucket, summary_key, folder.s3.where)
+        check_files_present(client, folder.bucket, manifests.files)
+        return manifests
+    manifests = manifests_read_by(partial(_local_bytes, folder), summary_key)
+    files = tuple(replace(f, data_file_s3_key=folder.where(f.data_file_s3_key)) for f in manifests.files)
+    missing = [f.data_file_s3_key for f in files if not os.path.isfile(f.data_file_s3_key)]
+    if missing:
+        raise ExportPathError(
+            folder.where(), f"{len(missing)} of the {len(files)} data files its manifest lists are missing "
+            f"(first {missing[0]}): write the export again",
+        )  # fmt: skip
+    return replace(manifests, files=files)
+
+
+def _finished_export(folder: ExportFolder) -> str:
+    """The folder's one finished export (`AWSDynamoDB/<id>/`): never a guess among several, nor an unfinished one."""
+    names, _ = _existing_exports(folder)
+    finished = [name for name in names if _has_summary(folder, name)]
+    if len(finished) == 1:
+        return finished[0]
+    if finished:
+        raise ExportPathError(
+            folder.where(), f"holds {len(finished)} finished exports ({', '.join(finished[:3])}): the "
+            "validator compares the source with one; move the others to another folder",
+        )  # fmt: skip
+    state = f"only an unfinished export ({names[0]}, no {SUMMARY_FILE_NAME})" if names else "no export"
+    raise ExportPathError(
+        folder.where(), f"holds {state}: nothing was compared; run the migration to write the export, "
+        "or set target.path to the folder it was written to",
+    )  # fmt: skip
+
+
+def _has_summary(folder: ExportFolder, name: str) -> bool:
+    if folder.is_s3:
+        return _s3_object_exists(aws.client(folder.s3, "s3"), folder, name + SUMMARY_FILE_NAME)
+    return (Path(folder.root) / name / SUMMARY_FILE_NAME).is_file()
+
+
+def _local_bytes(folder: ExportFolder, relative: str) -> bytes:
+    try:
+        return Path(folder.where(relative)).read_bytes()
+    except OSError as exc:
+        raise ExportManifestError(folder.where(relative), f"cannot be read ({exc.strerror or exc})") from None
 
 
 def write_object(folder: ExportFolder, relative: str, data: bytes) -> str:

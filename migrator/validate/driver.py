@@ -3,9 +3,10 @@
 Every check that can fail (the kind of sides, the report path, both sides and their keys, the
 validation's savepoint) runs before the Spark session starts, so bad input is one line and
 exit 2. A live source table is read as the migration's copy reads it: the same segments and
-concurrency (`plan_copy`), paced by `throughputReadPercent`. An S3 export source is read a
-data file per unit, as its import reads it. Repairs are written at the target's share of its
-capacity (`throughputWritePercent`).
+concurrency (`plan_copy`), paced by `throughputReadPercent`. An S3 export, the source of an
+import or the target the migrator wrote, is read a data file per unit, as its import reads it.
+Repairs are written at the target's share of its capacity (`throughputWritePercent`); an
+export target is never written.
 
 The work runs as units (`migrator.validate.buckets`) through the snapshot's runner, each one
 recorded in the validation's own savepoint as it finishes, so a rerun of an interrupted
@@ -28,14 +29,16 @@ from pyspark.sql import SparkSession
 from migrator.config import LoadedConfig, MigratorConfig
 from migrator.config.document import Validation
 from migrator.driver_region import with_the_drivers_region
-from migrator.errors import MigratorError, TargetTableNotFound, UnsupportedFeature, ValidationFailed
+from migrator.errors import ConfigError, MigratorError, TargetTableNotFound, UnsupportedFeature, ValidationFailed
 from migrator.export.plan import plan_import
 from migrator.plan import SnapshotPlan, plan_snapshot, planned_units
-from migrator.snapshot import export_import, savepoint_folders
+from migrator.snapshot import export_import, export_write, savepoint_folders
+from migrator.snapshot.export_copy import FileTask
+from migrator.snapshot.preflight import describe_live_source
 from migrator.snapshot.runner import UnitJobs, run_job, run_units
 from migrator.snapshot.savepoints import VALIDATION, SavepointStore, Side, UnitLedger
 from migrator.snapshot.table_copy import plan_copy, preflight
-from migrator.target.export_folder import ExportFolder, delete_folder
+from migrator.target.export_folder import ExportFolder, delete_folder, read_written_export
 from migrator.target.hadoop_folder import HadoopFolder
 from migrator.target.tables import TableInfo
 from migrator.validate.buckets import (
@@ -76,17 +79,15 @@ def validate(
     started = time.monotonic()
     loaded = with_the_drivers_region(loaded)  # executors call the region the checks called
     config = loaded.config
-    if config.writes_export:
-        raise UnsupportedFeature(
-            "validating an S3 export written by the migrator", "target.type", "validate a table copy instead"
-        )
     if report_path is not None:
         check_report_path(report_path)
     if config.imports_export:
         tally = _validate_import(loaded, spark_factory)
+    elif config.writes_export:
+        tally = _validate_written_export(loaded, spark_factory)
     else:
         tally = _validate_copy(loaded, spark_factory)
-    summary = ValidationSummary(config.source.table, config.target.table, tally, time.monotonic() - started)
+    summary = ValidationSummary(config.source.table, config.target.name, tally, time.monotonic() - started)
     if report_path is not None:
         write_report(report_path, summary)
     return summary
@@ -102,13 +103,7 @@ def _validate_copy(loaded: LoadedConfig, spark_factory: Callable[[], SparkSessio
     spark = spark_factory()
     segments = saved.total_segments if saved else config.source.scan_segments
     plan = plan_copy(config, checks.source, target, segments, spark.sparkContext.defaultParallelism)
-    source_scan = SideScan(
-        spec=config.source.client_spec("source"), table=config.source.table, total_segments=plan.total_segments,
-        read_units_per_second=plan.read_units_per_task, report_capacity=not config.source.strips_consumed_capacity,
-        key_names=checks.key_names, renames=tuple(config.rename_map.items()),
-        ttl_attribute=None if config.source.copy_expired_items else checks.ttl_attribute,
-        consistent_read=config.source.consistent_read,
-    )  # fmt: skip
+    source_scan = _source_scan(config, plan, checks.key_names, checks.ttl_attribute)
     # The target has no read-pacing keys: it is read at the source's percent of its own capacity.
     target_scan = _target_scan(config, plan, target, config.source.throughput_read_percent)
     buckets = saved.buckets if saved else _bucket_count(plan, checks.source.size_bytes, target.size_bytes)
@@ -163,12 +158,56 @@ def _validate_import(loaded: LoadedConfig, spark_factory: Callable[[], SparkSess
     return _run(spark, config, store, saved, units, folder)
 
 
+def _validate_written_export(loaded: LoadedConfig, spark_factory: Callable[[], SparkSession]) -> Tally:
+    """The source table against the S3 export the migrator wrote of it (target.path): was the export exact?
+
+    The source is scanned as the export scanned it (segments, renames, expired items skipped);
+    the export's data files are read a file per unit, each file's MD5 checked first. An export
+    can be neither read again by key nor written: nothing is rechecked, and repairs are refused.
+    """
+    config = loaded.config
+    _refuse_repairs(config)
+    source, ttl_attribute, _ = describe_live_source(config)
+    folder = ExportFolder.of(config.target)
+    if folder.hadoop:  # executors cannot reach a Hadoop filesystem (export_folder): nothing to read it with
+        raise UnsupportedFeature("validating an export on a Hadoop filesystem", "target.path",
+                                 "copy it to S3 (hadoop distcp) and set target.path to the copy's folder")  # fmt: skip
+    manifests = read_written_export(folder.control_plane())
+    export = Side("s3-export", "", "", folder.where(), None)  # named by where it was written
+    store, saved = _savepoint(loaded, spark_factory, savepoint_folders.table_side(config.source, "source", source), export)
+    spark = spark_factory()
+    plan = export_write.plan_scan(config, source, spark.sparkContext.defaultParallelism, saved and saved.total_segments)
+    source_scan = _source_scan(config, plan, source.key_names, ttl_attribute)
+    buckets = saved.buckets if saved else _bucket_count(plan, 2 * source.size_bytes)  # the export holds what the table does
+    work = _work_folder(config, store)
+    key_names = tuple(config.rename_map.get(name, name) for name in source.key_names)  # as the export names them
+    files = manifests.files
+    reads = [_segment_read(SOURCE, source_scan, n, buckets, work) for n in range(plan.total_segments)]
+    reads += [
+        ReadTask(f"{TARGET}-file-{n}", buckets, work, key_names=key_names,
+                 file=FileTask(folder.s3, folder.bucket, data_file, manifests.summary.output_format, n, len(files)))
+        for n, data_file in enumerate(files, 1)
+    ]  # fmt: skip
+    check = _key_check(config, plan, None, None, key_names)
+    return _run(spark, config, store, saved, Units(reads, plan.concurrency, check, plan.total_segments, buckets), work)
+
+
+def _refuse_repairs(config: MigratorConfig) -> None:
+    options = _options(config)
+    repairs = {"copyMissingRows": options.copy_missing_rows, "repairDifferences": options.repair_differences,
+               "deleteExtraRows": options.delete_extra_rows}  # fmt: skip
+    asked = [key for key, on in repairs.items() if on]
+    if asked:
+        raise ConfigError(f"validation.{asked[0]}", "an S3 export target is read, never written, so it cannot be "
+                          "repaired: set it to false, and write the export again to fix it")  # fmt: skip
+
+
 def _savepoint(
-    loaded: LoadedConfig, spark_factory: Callable[[], SparkSession], source: Side
+    loaded: LoadedConfig, spark_factory: Callable[[], SparkSession], source: Side, target: Side | None = None
 ) -> tuple[SavepointStore, ValidationProgress | None]:
     """The validation's own savepoint, and its progress when an interrupted run left one: checked to be
     this validation's (sides, options) before anything is read."""
-    store = savepoint_folders.open_store(loaded, spark_factory, source, VALIDATION)
+    store = savepoint_folders.open_store(loaded, spark_factory, source, VALIDATION, target)
     store.check_writable()
     record = store.load_record()
     if record is None:
@@ -232,7 +271,7 @@ def _run(
         run_units(spark, compares, units.concurrency, lambda outcome: ledger.record((outcome.bucket, outcome.tally)),
                   COMPARE_JOBS if hadoop is None else _compare_jobs_reading(hadoop))  # fmt: skip
     except MigratorError as exc:
-        raise ValidationFailed(config.source.table, config.target.table, str(exc)) from None
+        raise ValidationFailed(config.source.table, config.target.name, str(exc)) from None
     if hadoop is not None:
         hadoop.delete_folder()
     else:
@@ -251,7 +290,7 @@ def _log_start(
         )  # fmt: skip
     log.info(
         "validating %r against %r: %d units to read, %d buckets to compare, %d at once",
-        config.source.table, config.target.table, reads, compares, units.concurrency,
+        config.source.table, config.target.name, reads, compares, units.concurrency,
     )  # fmt: skip
 
 
@@ -272,6 +311,19 @@ def _existing(config: MigratorConfig, target: TableInfo | None) -> TableInfo:
     return target
 
 
+def _source_scan(
+    config: MigratorConfig, plan: SnapshotPlan, key_names: tuple[str, ...], ttl_attribute: str | None
+) -> SideScan:
+    """The live source scanned as the migration scans it: its segments and pace, renamed, expired items marked."""
+    return SideScan(
+        spec=config.source.client_spec("source"), table=config.source.table, total_segments=plan.total_segments,
+        read_units_per_second=plan.read_units_per_task, report_capacity=not config.source.strips_consumed_capacity,
+        key_names=key_names, renames=tuple(config.rename_map.items()),
+        ttl_attribute=None if config.source.copy_expired_items else ttl_attribute,
+        consistent_read=config.source.consistent_read,
+    )  # fmt: skip
+
+
 def _target_scan(config: MigratorConfig, plan: SnapshotPlan, target: TableInfo, read_percent: float) -> SideScan:
     units = planned_units(None, target.read_capacity, read_percent)
     return SideScan(
@@ -281,14 +333,19 @@ def _target_scan(config: MigratorConfig, plan: SnapshotPlan, target: TableInfo, 
     )  # fmt: skip
 
 
-def _key_check(config: MigratorConfig, plan: SnapshotPlan, source: SideScan | None, target: SideScan) -> KeyCheck:
+def _key_check(
+    config: MigratorConfig, plan: SnapshotPlan, source: SideScan | None, target: SideScan | None,
+    key_names: tuple[str, ...] = (),
+) -> KeyCheck:
+    """`target` None: an S3 export, never written, whose keys are `key_names`; `source` None: no recheck."""
     options = _options(config)
+    written = target is not None
     return KeyCheck(
-        key_names=target.key_names, source=source, target=target, tolerance=options.floating_point_tolerance,
-        failures_to_fetch=options.failures_to_fetch, recheck_seconds=options.recheck_seconds,
-        copy_missing=options.copy_missing_rows, repair_differences=options.repair_differences,
-        delete_extra=options.delete_extra_rows, batch_size=config.target.batch_size,
-        write_units_per_second=plan.write_units_per_task,
+        key_names=target.key_names if written else key_names, source=source, target=target,
+        tolerance=options.floating_point_tolerance, failures_to_fetch=options.failures_to_fetch,
+        recheck_seconds=options.recheck_seconds, copy_missing=options.copy_missing_rows,
+        repair_differences=options.repair_differences, delete_extra=options.delete_extra_rows,
+        batch_size=config.target.batch_size if written else 0, write_units_per_second=plan.write_units_per_task,
     )  # fmt: skip
 
 

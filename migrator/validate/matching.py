@@ -52,8 +52,8 @@ class KeyCheck:
     """How to judge, recheck and repair the keys of one bucket."""
 
     key_names: tuple[str, ...]  # the target's key attributes: what the samples show
-    source: SideScan | None  # None when the source cannot be read again (an S3 export): no recheck
-    target: SideScan
+    source: SideScan | None  # None when a side cannot be read again by key (an S3 export): no recheck
+    target: SideScan | None  # None for an S3 export target: read once by its data files, never written
     tolerance: float
     failures_to_fetch: int
     recheck_seconds: float

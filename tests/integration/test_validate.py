@@ -25,8 +25,9 @@ from testsupport.all_types import all_types_items, assert_same_items
 from testsupport.endpoint import TEST_ACCESS_KEY, TEST_REGION, TEST_SECRET_KEY, endpoint_block, put_items, scan_all, side
 from testsupport.faultproxy import FaultProxy
 from testsupport.jobs import REPO, job_env, run_job, write_config
+from testsupport.export_writes import export_target
 from testsupport.planted import EXPECTED_SAMPLES, EXPIRED, NOW, RENAMES, create_table, key, plant
-from testsupport.s3_exports import DYNAMODB_JSON, ION, DataFileSpec, create_bucket, full_lines, write_export
+from testsupport.s3_exports import DYNAMODB_JSON, ION, DataFileSpec, create_bucket, full_lines, md5_base64, write_export
 
 pytestmark = pytest.mark.integration
 
@@ -39,11 +40,11 @@ def planted(dynamodb, endpoint_url):
     return source, target, live
 
 
-def validate(endpoint_url: str, tmp_path: Path, source: str | dict, target: str, name: str, **validation):
-    """Run jobs/validate.py under spark-submit (`source`: a table, or a source block); (exit code, report, stdout)."""
+def validate(endpoint_url: str, tmp_path: Path, source: str | dict, target: str | dict, name: str, **validation):
+    """Run jobs/validate.py under spark-submit (`source`, `target`: a table, or a block); (exit code, report, stdout)."""
     document = {
         "source": side(endpoint_url, source, scanSegments=3) if isinstance(source, str) else source,
-        "target": side(endpoint_url, target),
+        "target": side(endpoint_url, target) if isinstance(target, str) else target,
         "renames": [{"from": k, "to": v} for k, v in RENAMES.items()],
         "validation": validation,
     }
@@ -246,4 +247,154 @@ def test_a_damaged_export_file_is_a_validation_that_could_not_finish(s3, dynamod
     assert line.startswith("error: validating 's3-export-") and f"against '{target}' failed: " in line, line
     assert f"export data file {export.data_keys[0]}: its MD5 is" in line, line
     assert "fix the cause and run it again" in line
+    assert not report.exists()
+
+
+# ---- an S3 export the migrator wrote, validated against its source table ----
+
+# Exported as they are, except the expired one: the export skips it as the copy does.
+EXPORTED = [
+    dict(key("w-gone"), a={"S": "x"}), dict(key("w-changed"), a={"S": "x"}), dict(key("w-updated"), n={"N": "1"}),
+]  # fmt: skip
+EXPIRED_ITEM = dict(key("w-expired"), expires=EXPIRED)
+
+
+def create_source(client, table: str, items: list[dict]) -> None:
+    create_table(client, table)
+    client.update_time_to_live(TableName=table, TimeToLiveSpecification={"Enabled": True, "AttributeName": "expires"})
+    put_items(client, table, items)
+
+
+@pytest.fixture(scope="module")
+def written_export(s3, dynamodb, endpoint_url, tmp_path_factory):
+    """A table written as an S3 export by the migrator itself (jobs/migrate.py, renames applied): (table, bucket)."""
+    table, bucket = f"val-wex-{str(time.time_ns())[-8:]}", create_bucket(s3)
+    create_source(dynamodb, table, all_types_items() + EXPORTED + [EXPIRED_ITEM])
+    folder = tmp_path_factory.mktemp("written-export")
+    document = {
+        "source": side(endpoint_url, table, scanSegments=3),
+        "target": export_target(endpoint_url, f"s3://{bucket}/exports"),
+        "renames": [{"from": k, "to": v} for k, v in RENAMES.items()],
+    }
+    result = run_job(write_config(folder, document), timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return table, bucket
+
+
+def export_objects(s3, bucket: str, prefix: str) -> dict[str, bytes]:
+    keys = [o["Key"] for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+            for o in page.get("Contents", [])]  # fmt: skip
+    return {key: s3.get_object(Bucket=bucket, Key=key)["Body"].read() for key in keys}
+
+
+def planted_copy(s3, bucket: str, prefix: str, edit) -> None:
+    """Copy the export under exports/ to `prefix`/, each data file's lines passed through `edit(lines)`,
+    its manifest line (MD5, item count) and the summary's item count made to match, as an export
+    that says what it holds: the differences are in the items, not in the files' integrity."""
+    objects = export_objects(s3, bucket, "exports/")
+    manifest_key = next(k for k in objects if k.endswith("manifest-files.json"))
+    summary_key = next(k for k in objects if k.endswith("manifest-summary.json"))
+    entries = [json.loads(line) for line in objects[manifest_key].decode().splitlines()]
+    for number, entry in enumerate(entries):
+        lines = edit(number, gzip.decompress(objects[entry["dataFileS3Key"]]).decode().splitlines())
+        body = gzip.compress("".join(line + "\n" for line in lines).encode())
+        objects[entry["dataFileS3Key"]] = body
+        entry.update(itemCount=len(lines), md5Checksum=md5_base64(body))
+    objects[manifest_key] = "".join(json.dumps(entry) + "\n" for entry in entries).encode()
+    summary = json.loads(objects[summary_key])
+    summary["itemCount"] = sum(entry["itemCount"] for entry in entries)
+    objects[summary_key] = json.dumps(summary).encode()
+    for name, body in objects.items():  # the manifests still name keys under exports/: relocated when read
+        s3.put_object(Bucket=bucket, Key=prefix + name.removeprefix("exports"), Body=body)
+
+
+def item_line(item: dict) -> str:
+    return json.dumps({"Item": to_dynamodb_json(item)})
+
+
+def plant_in_data_files(number: int, lines: list[str]) -> list[str]:
+    """w-gone dropped from its file, w-changed's `a` changed in its file, w-added added to the first file."""
+    kept = [line for line in lines if '"w-gone"' not in line]
+    changed = [item_line(dict(key("w-changed"), a={"S": "y"})) if '"w-changed"' in line else line for line in kept]
+    return changed + ([item_line(dict(key("w-added"), a={"S": "z"}))] if number == 0 else [])
+
+
+def test_an_export_the_migrator_wrote_validates_equal_against_its_table(written_export, endpoint_url, tmp_path):
+    table, bucket = written_export
+    path = f"s3://{bucket}/exports"
+
+    code, report, stdout = validate(endpoint_url, tmp_path, table, export_target(endpoint_url, path), "export-equal")
+
+    assert code == 0, stdout
+    assert report == {
+        "sourceItems": 10, "targetItems": 9, "equal": 9, "missing": 0, "extra": 0, "different": 0,
+        "skippedExpired": 1, "samples": [], "repaired": {"missing": 0, "different": 0, "extra": 0},
+    }  # fmt: skip
+    assert f"validation {table} → {path}: equal" in stdout
+
+
+def test_an_export_copied_to_a_local_folder_validates_equal(written_export, s3, endpoint_url, tmp_path):
+    """A local target.path: the data files are read where they are, on the shared disk."""
+    table, bucket = written_export
+    local = tmp_path / "synced"
+    for name, body in export_objects(s3, bucket, "exports/").items():  # as `aws s3 sync` copies it
+        (local / name.removeprefix("exports/")).parent.mkdir(parents=True, exist_ok=True)
+        (local / name.removeprefix("exports/")).write_bytes(body)
+
+    code, report, stdout = validate(endpoint_url, tmp_path, table, export_target(endpoint_url, str(local)), "local")
+
+    assert code == 0, stdout
+    assert (report["sourceItems"], report["targetItems"], report["equal"], report["skippedExpired"]) == (10, 9, 9, 1)
+
+
+def test_differences_planted_in_the_export_and_in_the_source_are_reported_exactly(
+    written_export, s3, dynamodb, endpoint_url, tmp_path
+):
+    """Items deleted, changed and added in the export's data files; the source changed after the export."""
+    _, bucket = written_export
+    planted_copy(s3, bucket, "planted", plant_in_data_files)
+    source = f"val-wex-changed-{str(time.time_ns())[-8:]}"  # the exported table, changed since
+    changed_since = [dict(key("w-updated"), n={"N": "2"}), dict(key("w-new"), a={"S": "x"})]
+    create_source(dynamodb, source, all_types_items() + EXPORTED[:2] + changed_since + [EXPIRED_ITEM])
+    target = export_target(endpoint_url, f"s3://{bucket}/planted")
+
+    code, report, stdout = validate(endpoint_url, tmp_path, source, target, "export-planted")
+
+    assert code == 1, stdout
+    assert report == {
+        "sourceItems": 11, "targetItems": 9, "equal": 6, "missing": 2, "extra": 1, "different": 2,
+        "skippedExpired": 1, "samples": [
+            {"kind": "extra", "key": key("w-added"), "attributes": []},
+            {"kind": "different", "key": key("w-changed"), "attributes": ["a"]},
+            {"kind": "missing", "key": key("w-gone"), "attributes": []},
+            {"kind": "missing", "key": key("w-new"), "attributes": []},
+            {"kind": "different", "key": key("w-updated"), "attributes": ["n"]},
+        ], "repaired": {"missing": 0, "different": 0, "extra": 0},
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("folder", "validation", "expected"),
+    [
+        ("nothing-here", {}, "holds no export: nothing was compared; run the migration to write the export"),
+        ("unfinished", {}, "holds only an unfinished export (AWSDynamoDB/"),
+        ("exports", {"copyMissingRows": True}, "validation.copyMissingRows: an S3 export target is read, never written"),
+        ("exports", {"deleteExtraRows": True}, "validation.deleteExtraRows: an S3 export target is read, never written"),
+    ],
+)  # fmt: skip
+def test_a_missing_export_or_a_repair_of_one_is_bad_input(written_export, s3, endpoint_url, tmp_path, folder,
+                                                           validation, expected):  # fmt: skip
+    table, bucket = written_export
+    if folder == "unfinished":  # a run that stopped before its summary
+        for key_, body in export_objects(s3, bucket, "exports/").items():
+            if not key_.endswith("manifest-summary.json"):
+                s3.put_object(Bucket=bucket, Key="unfinished" + key_.removeprefix("exports"), Body=body)
+    document = {"source": side(endpoint_url, table),
+                "target": export_target(endpoint_url, f"s3://{bucket}/{folder}"), "validation": validation}  # fmt: skip
+    report = tmp_path / "report.json"
+
+    result = run_job(write_config(tmp_path, document), job="validate.py", args=("--report", str(report)))
+
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert expected in one_error_line(result)
     assert not report.exists()
