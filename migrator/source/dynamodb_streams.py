@@ -78,16 +78,21 @@ def _wait_for_stream(client: Any, table: str) -> str:
 
 def list_shards(streams: Any, arn: str) -> list[Shard]:
     """Every shard DescribeStream lists, following its pagination."""
-    shards: list[Shard] = []
+    shards, cursor = list_page(streams, arn, None)
+    while cursor is not None:
+        page, cursor = list_page(streams, arn, cursor)
+        shards += page
+    return shards
+
+
+def list_page(streams: Any, arn: str, after_shard: str | None) -> tuple[list[Shard], str | None]:
+    """One DescribeStream page (up to 100 shards) after shard `after_shard`, and where the next starts (None: none)."""
     request: dict[str, Any] = {"StreamArn": arn}
-    while True:
-        with translated("describing", f"stream {arn}"):
-            description = streams.describe_stream(**request)["StreamDescription"]
-        shards += [Shard.from_description(s) for s in description.get("Shards", [])]
-        last = description.get("LastEvaluatedShardId")
-        if not last:
-            return shards
-        request["ExclusiveStartShardId"] = last
+    if after_shard is not None:
+        request["ExclusiveStartShardId"] = after_shard
+    with translated("describing", f"stream {arn}"):
+        description = streams.describe_stream(**request)["StreamDescription"]
+    return [Shard.from_description(s) for s in description.get("Shards", [])], description.get("LastEvaluatedShardId") or None
 
 
 def read_shard(

@@ -41,6 +41,14 @@ class ShardPosition:
     at_tip: bool = False
     range_first: str | None = None
 
+    def advanced(self, shard_id: str, sequence_number: str, range_first: str | None = None) -> "ShardPosition":
+        """At `sequence_number`, the last applied record (read from `range_first` on); it never moves back."""
+        if self.finished:
+            raise ValueError(f"shard {shard_id} is finished; it cannot advance to {sequence_number}")
+        if self.sequence_number is not None and int(sequence_number) < int(self.sequence_number):
+            raise ValueError(f"shard {shard_id} cannot move back from {self.sequence_number} to {sequence_number}")
+        return replace(self, sequence_number=sequence_number, range_first=range_first)
+
 
 @dataclass(frozen=True)
 class StreamOffset:
@@ -74,15 +82,15 @@ class StreamOffset:
     def advance(self, shard_id: str, sequence_number: str, range_first: str | None = None) -> "StreamOffset":
         """Record `sequence_number` as the shard's last applied record (read from `range_first` on);
         it never moves back."""
-        position = self._position(shard_id)
-        if position.finished:
-            raise ValueError(f"shard {shard_id} is finished; it cannot advance to {sequence_number}")
-        if position.sequence_number is not None and int(sequence_number) < int(position.sequence_number):
-            raise ValueError(
-                f"shard {shard_id} cannot move back from {position.sequence_number} to {sequence_number}"
-            )
-        moved = replace(position, sequence_number=sequence_number, range_first=range_first)
-        return replace(self, shards={**self.shards, shard_id: moved})
+        return self.with_positions({shard_id: self._position(shard_id).advanced(shard_id, sequence_number, range_first)})
+
+    def with_positions(self, positions: Mapping[str, ShardPosition]) -> "StreamOffset":
+        """Known shards moved to new positions, all at once: a trigger that moves 2,000 shards
+        builds one offset, not one per shard (each would copy and sort every shard)."""
+        unknown = sorted(set(positions) - set(self.shards))
+        if unknown:
+            raise ValueError(f"shards {', '.join(unknown)} are not in the offset; add them with with_shards first")
+        return replace(self, shards={**self.shards, **positions}) if positions else self
 
     def with_tip(self, shard_id: str, at_tip: bool) -> "StreamOffset":
         """Record whether the shard's last read reached the stream's tip."""

@@ -108,6 +108,22 @@ def test_unknown_and_finished_shards_cannot_advance():
         sample().advance("shardId-a", SEQ_40 + "0")
 
 
+def test_a_trigger_moves_every_shard_it_read_in_one_offset():
+    offset = sample()
+    moved = offset.with_positions({
+        "shardId-b": offset.shards["shardId-b"].advanced("shardId-b", SEQ_40, range_first="30"),
+        "shardId-c": ShardPosition(finished=True),
+    })  # fmt: skip
+
+    assert moved == offset.advance("shardId-b", SEQ_40, range_first="30").finish("shardId-c")
+    assert list(moved.shards) == ["shardId-a", "shardId-b", "shardId-c"], "still sorted"
+    assert offset.with_positions({}) is offset
+    with pytest.raises(ValueError, match="shards nope are not in the offset"):
+        offset.with_positions({"nope": ShardPosition()})
+    with pytest.raises(ValueError, match="cannot move back"):
+        offset.shards["shardId-b"].advanced("shardId-b", "1")
+
+
 def test_lost_and_trimmed_shards():
     offset = sample()  # a finished, b and c not
     listed = [shard("shardId-c", parent="shardId-a")]
