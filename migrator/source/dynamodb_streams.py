@@ -9,6 +9,7 @@ they raise CheckpointError.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ import botocore.exceptions as bx
 
 from migrator import errors
 from migrator.aws import translated
+from migrator.stream.listing import all_pages
 from migrator.stream.reading import Expired, ShardRead, read_pages
 from migrator.stream.shards import Shard
 from migrator.stream.records import VIEW_TYPES_WITH_NEW_IMAGE
@@ -78,11 +80,7 @@ def _wait_for_stream(client: Any, table: str) -> str:
 
 def list_shards(streams: Any, arn: str) -> list[Shard]:
     """Every shard DescribeStream lists, following its pagination."""
-    shards, cursor = list_page(streams, arn, None)
-    while cursor is not None:
-        page, cursor = list_page(streams, arn, cursor)
-        shards += page
-    return shards
+    return all_pages(functools.partial(list_page, streams, arn))
 
 
 def list_page(streams: Any, arn: str, after_shard: str | None) -> tuple[list[Shard], str | None]:

@@ -20,6 +20,7 @@ resumes it and, while running, once the last record read from it nears the reten
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ import botocore.exceptions as bx
 
 from migrator import errors
 from migrator.aws import translate_error, translated
+from migrator.stream.listing import all_pages
 from migrator.stream.reading import Expired, ShardRead, read_pages
 from migrator.stream.shards import Shard
 
@@ -208,11 +210,7 @@ def arrival_of(record: dict[str, Any]) -> float | None:
 
 def list_shards(kinesis: Any, stream_arn: str) -> list[Shard]:
     """Every shard ListShards returns (open and closed ones still retained), following NextToken."""
-    shards, token = list_page(kinesis, stream_arn, None)
-    while token is not None:
-        page, token = list_page(kinesis, stream_arn, token)
-        shards += page
-    return shards
+    return all_pages(functools.partial(list_page, kinesis, stream_arn))
 
 
 def list_page(kinesis: Any, stream_arn: str, token: str | None) -> tuple[list[Shard], str | None]:

@@ -28,6 +28,15 @@ BURST_CALLS = 5.0
 PageFetcher = Callable[[Any], tuple[list[Shard], Any]]  # cursor (None: the first page) → shards, next cursor
 
 
+def all_pages(fetch: PageFetcher) -> list[Shard]:
+    """Every shard, page after page to the last, at once (outside the streaming query's triggers)."""
+    shards, cursor = fetch(None)
+    while cursor is not None:
+        page, cursor = fetch(cursor)
+        shards += page
+    return shards
+
+
 @dataclass
 class ShardListing:
     """Complete passes over the stream's shard list, each page paid for by a token."""
