@@ -178,7 +178,9 @@ class ChangesReader(DataSourceStreamReader):
             position = position.advanced(shard.shard_id, last, range_first=first)
         if read.millis_behind is not None:  # Kinesis: the key state's watermark needs it
             position = replace(position, at_tip=read.millis_behind == 0)
-        if read.reached_end and shard.closed:
+        # No next iterator: "the shard has been closed and the requested iterator will not return any
+        # more data" (GetRecords, both APIs), even while the paced listing still shows it open.
+        if read.reached_end:
             position = replace(position, finished=True)
         return position
 
