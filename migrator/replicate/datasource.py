@@ -154,7 +154,9 @@ class ChangesReader(DataSourceStreamReader):
             starts.append((shard, position, self._iterator_after(shard.shard_id, position.sequence_number)))
         with ThreadPoolExecutor(SHARD_READERS, thread_name_prefix="shard-read") as pool:
             reads = list(pool.map(lambda start: self._read_new(*start), starts))
-        moved = {shard.shard_id: self._moved(shard, position, read) for (shard, position, _), read in zip(starts, reads)}
+        moved = {
+            shard.shard_id: self._moved(shard, position, read) for (shard, position, _), read in zip(starts, reads)
+        }
         current = self._position = current.with_positions(moved)
         return current.to_dict()
 

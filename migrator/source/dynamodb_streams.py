@@ -90,7 +90,8 @@ def list_page(streams: Any, arn: str, after_shard: str | None) -> tuple[list[Sha
         request["ExclusiveStartShardId"] = after_shard
     with translated("describing", f"stream {arn}"):
         description = streams.describe_stream(**request)["StreamDescription"]
-    return [Shard.from_description(s) for s in description.get("Shards", [])], description.get("LastEvaluatedShardId") or None
+    shards = [Shard.from_description(s) for s in description.get("Shards", [])]
+    return shards, description.get("LastEvaluatedShardId") or None
 
 
 def read_shard(

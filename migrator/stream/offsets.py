@@ -82,7 +82,8 @@ class StreamOffset:
     def advance(self, shard_id: str, sequence_number: str, range_first: str | None = None) -> "StreamOffset":
         """Record `sequence_number` as the shard's last applied record (read from `range_first` on);
         it never moves back."""
-        return self.with_positions({shard_id: self._position(shard_id).advanced(shard_id, sequence_number, range_first)})
+        moved = self._position(shard_id).advanced(shard_id, sequence_number, range_first)
+        return self.with_positions({shard_id: moved})
 
     def with_positions(self, positions: Mapping[str, ShardPosition]) -> "StreamOffset":
         """Known shards moved to new positions, all at once: a trigger that moves 2,000 shards

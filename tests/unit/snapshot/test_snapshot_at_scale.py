@@ -80,7 +80,8 @@ def finishing_order(total: int, concurrency: int, seed: int) -> list[int]:
 
 def run_ledger(directory, total: int, concurrency: int) -> CountingFolder:
     folder = CountingFolder(str(directory))
-    ledger = UnitLedger(SavepointStore(folder, RAW_CONFIG, IDENTITY), SnapshotProgress("Events", "EventsCopy", total, frozenset()))
+    progress = SnapshotProgress("Events", "EventsCopy", total, frozenset())
+    ledger = UnitLedger(SavepointStore(folder, RAW_CONFIG, IDENTITY), progress)
     ledger.start()
     for segment in finishing_order(total, concurrency, seed=total):
         ledger.record(segment)
