@@ -18,8 +18,8 @@ Files are written atomically by the folder that holds them (`migrator.snapshot.s
 local, S3 or Hadoop), only by the driver, after each finished segment, with every
 credential value redacted. Segments are listed as numbers and `first-last` ranges
 (`migrator.config.segments`), so a rewrite costs the gaps between finished segments, not
-their count; format 2's plain numbers still load. An S3 export import saves the same way, with `skipFiles` (the
-imported data files' keys) in place of `skipSegments`.
+their count; format 2's plain numbers still load. An S3 export import saves the same way,
+with `skipFiles` (the imported data files' keys) in place of `skipSegments`.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from migrator.errors import SavepointError
 from migrator.redact import redact_config
 
 SAVEPOINT_FORMAT = 3  # 3: segments as numbers and first-last ranges; 2: numbers only
-# libyaml's emitter, where PyYAML was built with it: the same YAML at a tenth of the driver's CPU per save.
+# libyaml's emitter, where PyYAML was built with it: the same YAML for about a fifth of the CPU per save.
 _DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 RECORD_KEY = "savepoint"  # the block this project writes into the savepoint; config.SavepointRecord reads it
 HEADER = (
