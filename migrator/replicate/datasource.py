@@ -147,7 +147,7 @@ class ChangesReader(DataSourceStreamReader):
         lost = current.lost_shards(listed)
         if lost:
             raise CheckpointError(f"shards {', '.join(lost)} of the checkpoint are gone from the stream before being read to their end")
-        current = current.without_trimmed(listed).with_shards(listed)
+        current = current.without_trimmed(listed).with_shards(listed).without_spent_positions()
         starts = []
         for shard in readable_shards(listed, current.finished):
             position = current.shards[shard.shard_id]

@@ -124,6 +124,18 @@ def test_a_trigger_moves_every_shard_it_read_in_one_offset():
         offset.shards["shardId-b"].advanced("shardId-b", "1")
 
 
+def test_finished_shards_are_kept_by_id_alone_once_their_batch_is_done():
+    offset = sample()  # a finished at SEQ_40, b at SEQ_21
+    spent = offset.without_spent_positions()
+
+    assert spent.shards["shardId-a"] == ShardPosition(finished=True)
+    assert spent.shards["shardId-b"] == offset.shards["shardId-b"]
+    assert spent.finished == offset.finished and spent.behind == offset.behind
+    assert len(spent.to_json()) < len(offset.to_json())
+    assert spent.without_spent_positions() is spent
+    assert StreamOffset.from_json(spent.to_json(), ARN) == spent
+
+
 def test_lost_and_trimmed_shards():
     offset = sample()  # a finished, b and c not
     listed = [shard("shardId-c", parent="shardId-a")]
