@@ -131,7 +131,7 @@ def test_finished_shards_are_kept_by_id_alone_once_their_batch_is_done():
     assert spent.shards["shardId-a"] == ShardPosition(finished=True)
     assert spent.shards["shardId-b"] == offset.shards["shardId-b"]
     assert spent.finished == offset.finished and spent.behind == offset.behind
-    assert len(spent.to_json()) < len(offset.to_json())
+    assert json.loads(spent.to_json())["shards"]["shardId-a"] == {"finished": True}
     assert spent.without_spent_positions() is spent
     assert StreamOffset.from_json(spent.to_json(), ARN) == spent
 
