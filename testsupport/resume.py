@@ -10,6 +10,7 @@ from pathlib import Path
 
 import yaml
 
+from migrator.config.segments import SegmentRanges
 from testsupport.faultproxy import FaultProxy
 
 
@@ -20,7 +21,7 @@ SEGMENTS = 8
 def copied_segments(savepoint_dir: Path) -> set[int]:
     for path in savepoint_dir.glob("savepoint_*.yaml"):
         document = yaml.safe_load(path.read_text())
-        return set(document.get("skipSegments") or [])
+        return set(SegmentRanges.parse(document.get("skipSegments") or []))
     return set()
 
 

@@ -13,6 +13,7 @@ Each module imports only those listed before it:
 - `kinesis`: `target.streamChanges` and its Kinesis block
 - `tables`: the source and target blocks that name a DynamoDB or Alternator table
 - `exports`: the source and target blocks of DynamoDB S3 exports
+- `segments`: sets of scan segments as skipSegments and copiedSegments write them (numbers, ranges)
 - `savepoints`: where savepoints are kept, and the record a savepoint carries
 - `document`: `MigratorConfig` with its rules across blocks, and `LoadedConfig`
 - `scylla_compat`: ScyllaDB Migrator's keys that are accepted and ignored

@@ -18,7 +18,7 @@ from pydantic.alias_generators import to_camel
 from migrator.config.base import AtKey, ConfigModel
 from migrator.config.exports import S3_EXPORT_TYPE, S3ExportSource, S3ExportTarget
 from migrator.config.kinesis import KinesisStreamChanges
-from migrator.config.savepoints import SavepointRecord, Savepoints
+from migrator.config.savepoints import SavepointRecord, Savepoints, SegmentNumbers
 from migrator.config.tables import DYNAMODB_TYPES, DynamoSource, DynamoTarget
 from migrator.redact import REDACTED, Secret
 
@@ -74,7 +74,7 @@ class MigratorConfig(ConfigModel):
     target: TargetBlock
     renames: list[Rename] = Field(default_factory=list)
     savepoints: Savepoints = Field(default_factory=Savepoints)
-    skip_segments: list[Annotated[int, Field(ge=0)]] = Field(default_factory=list)
+    skip_segments: SegmentNumbers = Field(default_factory=list)
     # S3 export imports: data files already imported (keys as read), written by savepoints.
     skip_files: list[Annotated[str, Field(min_length=1)]] = Field(default_factory=list)
     validation: Validation | None = None

@@ -13,6 +13,10 @@ from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from migrator.config.base import AtKey, ConfigModel
 from migrator.config.connections import S3_SCHEMES, ConnectedBlock
+from migrator.config.segments import expand
+
+# skipSegments and copiedSegments: segment numbers, and `first-last` ranges (savepoints write them).
+SegmentNumbers = Annotated[list[Annotated[int, Field(ge=0)]], BeforeValidator(expand)]
 
 # Hadoop filesystems a savepoint may live on (the driver's JVM writes it); s3:// and s3a:// go
 # through boto3 instead, and a scheme in neither list is refused when the config loads.
@@ -125,4 +129,4 @@ class SavepointRecord(ConfigModel):
     format: int
     source: RecordedSide
     target: RecordedSide
-    copied_segments: list[Annotated[int, Field(ge=0)]] = Field(default_factory=list)
+    copied_segments: SegmentNumbers = Field(default_factory=list)

@@ -4,8 +4,9 @@ This is what Spark calls to read the source's changes, from DynamoDB Streams or 
 Kinesis data stream the table streams to (a `migrator.source.stream_feeds` feed, either way).
 Its offset is the position of every shard (`migrator.stream.offsets.StreamOffset`), held by
 Spark's checkpoint. The reader's methods run in a Python process under the driver JVM:
-`latestOffset` discovers shards, reads the readable ones (children only after their parent
-is fully read) and caches the records for `partitions`, which hands them to the executors.
+`latestOffset` discovers shards (a page at a time, within the listing API's quota:
+`migrator.stream.listing`), reads the readable ones, several at once (children only after their
+parent is fully read) and caches the records for `partitions`, which hands them to the executors.
 After a restart nothing is cached and executors re-read the planned range by sequence
 number. After a restart the reader learns where it stands from Spark: 4.1 and later pass
 the start to `latestOffset`; 4.0 calls `partitions(offset, offset)` with the last offset of
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import json
 import pickle
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterator
 
@@ -35,9 +37,11 @@ from migrator.source.dynamodb_streams import StreamInfo
 from migrator.source.kinesis import KinesisStream
 from migrator.source.stream_feeds import DynamoDBStreamsFeed, KinesisFeed
 from migrator.stream.kinesis_records import SkippedRecord
+from migrator.stream.listing import ShardListing
 from migrator.stream.offsets import ShardPosition, StreamOffset
+from migrator.stream.reading import ShardRead
 from migrator.stream.records import ChangeRecord
-from migrator.stream.shards import depth, readable_shards
+from migrator.stream.shards import Shard, depth, readable_shards
 
 SOURCE_NAME = "dynamodb_changes"
 # A row is one stream record: `change`, the feed's ChangeRecord pickled (its items in wire
@@ -45,6 +49,9 @@ SOURCE_NAME = "dynamodb_changes"
 # no change of the source, `skipped`, why.
 ROW_SCHEMA = "change BINARY, skipped STRING"
 RECORDS_PER_SHARD_PER_BATCH = 1000
+# Shards the driver reads at once in a trigger: read one after the other, 2,000 shards would make
+# a trigger wait out 2,000 round trips (the client factory's pool holds 32 connections).
+SHARD_READERS = 16
 
 Feed = DynamoDBStreamsFeed | KinesisFeed
 
@@ -103,6 +110,7 @@ class ChangesReader(DataSourceStreamReader):
         self._feed = _feed(config.live_source.client_spec("source"), options["feed"])
         self._arn = self._feed.arn
         self._position: StreamOffset | None = None
+        self._listing = ShardListing()  # paced to the listing API's quota (DescribeStream: 10 calls/s)
         self._listed: list | None = None  # the shards latestOffset saw, for partitions' depths
         self._cache: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
         # shard -> (last sequence number read, the iterator to read on from): one
@@ -117,8 +125,11 @@ class ChangesReader(DataSourceStreamReader):
             self._feed = replace(self._feed, start_at=offset.start_at)
         return offset
 
+    def _shards(self) -> list[Shard]:
+        return self._listing.shards(self._feed.list_page)
+
     def initialOffset(self) -> dict:
-        shards = self._feed.list_shards()
+        shards = self._shards()
         return StreamOffset.empty(self._arn, self._feed.start_at).with_shards(shards).to_dict()
 
     def latestOffset(self, start: dict | None = None, limit: Any = None) -> dict:
@@ -132,33 +143,48 @@ class ChangesReader(DataSourceStreamReader):
             current = self._offset(start)
         else:
             current = self._position or self._offset(self.initialOffset())
-        listed = self._listed = self._feed.list_shards()
+        listed = self._listed = self._shards()
         lost = current.lost_shards(listed)
         if lost:
             raise CheckpointError(f"shards {', '.join(lost)} of the checkpoint are gone from the stream before being read to their end")
-        current = current.without_trimmed(listed).with_shards(listed)
+        current = current.without_trimmed(listed).with_shards(listed).without_spent_positions()
+        starts = []
         for shard in readable_shards(listed, current.finished):
             position = current.shards[shard.shard_id]
-            after = position.sequence_number
-            if after is not None:
-                self._feed.check_retained(shard.shard_id, after, position.at_tip, self._arrivals.get(shard.shard_id))
-            read = self._feed.read_new(
-                shard.shard_id, after, RECORDS_PER_SHARD_PER_BATCH, self._iterator_after(shard.shard_id, after)
-            )
-            if read.next_iterator is not None:
-                last = self._feed.sequence_of(read.records[-1]) if read.records else after
-                self._iterators[shard.shard_id] = (last, read.next_iterator)
-            if read.records:
-                self._cache[(shard.shard_id, after)] = read.records
-                self._arrivals[shard.shard_id] = self._feed.arrival_of(read.records[-1])
-                first, last = (self._feed.sequence_of(read.records[i]) for i in (0, -1))
-                current = current.advance(shard.shard_id, last, range_first=first)
-            if read.millis_behind is not None:  # Kinesis: the key state's watermark needs it
-                current = current.with_tip(shard.shard_id, read.millis_behind == 0)
-            if read.reached_end and shard.closed:
-                current = current.finish(shard.shard_id)
-        self._position = current
+            starts.append((shard, position, self._iterator_after(shard.shard_id, position.sequence_number)))
+        with ThreadPoolExecutor(SHARD_READERS, thread_name_prefix="shard-read") as pool:
+            reads = list(pool.map(lambda start: self._read_new(*start), starts))
+        moved = {
+            shard.shard_id: self._moved(shard, position, read) for (shard, position, _), read in zip(starts, reads)
+        }
+        current = self._position = current.with_positions(moved)
         return current.to_dict()
+
+    def _read_new(self, shard: Shard, position: ShardPosition, iterator: str | None) -> ShardRead:
+        """What is new in one shard (on a reader thread: touches no state of the reader)."""
+        after = position.sequence_number
+        if after is not None:
+            self._feed.check_retained(shard.shard_id, after, position.at_tip, self._arrivals.get(shard.shard_id))
+        return self._feed.read_new(shard.shard_id, after, RECORDS_PER_SHARD_PER_BATCH, iterator)
+
+    def _moved(self, shard: Shard, position: ShardPosition, read: ShardRead) -> ShardPosition:
+        """The shard's position after `read`; its records are cached for `partitions`."""
+        after = position.sequence_number
+        if read.next_iterator is not None:
+            last = self._feed.sequence_of(read.records[-1]) if read.records else after
+            self._iterators[shard.shard_id] = (last, read.next_iterator)
+        if read.records:
+            self._cache[(shard.shard_id, after)] = read.records
+            self._arrivals[shard.shard_id] = self._feed.arrival_of(read.records[-1])
+            first, last = (self._feed.sequence_of(read.records[i]) for i in (0, -1))
+            position = position.advanced(shard.shard_id, last, range_first=first)
+        if read.millis_behind is not None:  # Kinesis: the key state's watermark needs it
+            position = replace(position, at_tip=read.millis_behind == 0)
+        # No next iterator: "the shard has been closed and the requested iterator will not return any
+        # more data" (GetRecords, both APIs), even while the paced listing still shows it open.
+        if read.reached_end:
+            position = replace(position, finished=True)
+        return position
 
     def _iterator_after(self, shard_id: str, after: str | None) -> str | None:
         """The iterator the last read of this shard left, if it ended where this one starts."""
@@ -173,7 +199,7 @@ class ChangesReader(DataSourceStreamReader):
             return []
         # The shards latestOffset just listed (no second listing), or, for a batch
         # replayed after a restart, a fresh listing.
-        depths = depth(self._listed if self._listed is not None else self._feed.list_shards())
+        depths = depth(self._listed if self._listed is not None else self._shards())
         ranges = []
         for shard_id, position in last.shards.items():
             after = first.shards.get(shard_id, ShardPosition()).sequence_number

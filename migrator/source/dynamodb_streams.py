@@ -9,6 +9,7 @@ they raise CheckpointError.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ import botocore.exceptions as bx
 
 from migrator import errors
 from migrator.aws import translated
+from migrator.stream.listing import all_pages
 from migrator.stream.reading import Expired, ShardRead, read_pages
 from migrator.stream.shards import Shard
 from migrator.stream.records import VIEW_TYPES_WITH_NEW_IMAGE
@@ -78,16 +80,18 @@ def _wait_for_stream(client: Any, table: str) -> str:
 
 def list_shards(streams: Any, arn: str) -> list[Shard]:
     """Every shard DescribeStream lists, following its pagination."""
-    shards: list[Shard] = []
+    return all_pages(functools.partial(list_page, streams, arn))
+
+
+def list_page(streams: Any, arn: str, after_shard: str | None) -> tuple[list[Shard], str | None]:
+    """One DescribeStream page (up to 100 shards) after shard `after_shard`, and where the next starts (None: none)."""
     request: dict[str, Any] = {"StreamArn": arn}
-    while True:
-        with translated("describing", f"stream {arn}"):
-            description = streams.describe_stream(**request)["StreamDescription"]
-        shards += [Shard.from_description(s) for s in description.get("Shards", [])]
-        last = description.get("LastEvaluatedShardId")
-        if not last:
-            return shards
-        request["ExclusiveStartShardId"] = last
+    if after_shard is not None:
+        request["ExclusiveStartShardId"] = after_shard
+    with translated("describing", f"stream {arn}"):
+        description = streams.describe_stream(**request)["StreamDescription"]
+    shards = [Shard.from_description(s) for s in description.get("Shards", [])]
+    return shards, description.get("LastEvaluatedShardId") or None
 
 
 def read_shard(

@@ -20,6 +20,7 @@ resumes it and, while running, once the last record read from it nears the reten
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ import botocore.exceptions as bx
 
 from migrator import errors
 from migrator.aws import translate_error, translated
+from migrator.stream.listing import all_pages
 from migrator.stream.reading import Expired, ShardRead, read_pages
 from migrator.stream.shards import Shard
 
@@ -208,16 +210,15 @@ def arrival_of(record: dict[str, Any]) -> float | None:
 
 def list_shards(kinesis: Any, stream_arn: str) -> list[Shard]:
     """Every shard ListShards returns (open and closed ones still retained), following NextToken."""
-    shards: list[Shard] = []
-    request: dict[str, Any] = {"StreamARN": stream_arn}
-    while True:
-        with translated("listing the shards of", f"Kinesis stream {stream_arn}"):
-            response = kinesis.list_shards(**request)
-        shards += [Shard.from_description(s) for s in response.get("Shards", [])]
-        token = response.get("NextToken")
-        if not token:
-            return shards
-        request = {"NextToken": token}  # ListShards takes the token alone
+    return all_pages(functools.partial(list_page, kinesis, stream_arn))
+
+
+def list_page(kinesis: Any, stream_arn: str, token: str | None) -> tuple[list[Shard], str | None]:
+    """One ListShards page (1,000 shards by default) and the token of the next (None: none)."""
+    request = {"NextToken": token} if token else {"StreamARN": stream_arn}  # ListShards takes the token alone
+    with translated("listing the shards of", f"Kinesis stream {stream_arn}"):
+        response = kinesis.list_shards(**request)
+    return [Shard.from_description(s) for s in response.get("Shards", [])], response.get("NextToken") or None
 
 
 def sequence_of(record: dict[str, Any]) -> str:

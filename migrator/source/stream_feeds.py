@@ -2,7 +2,8 @@
 
 A feed is plain, picklable values (the client spec, the stream's ARN, how to read its records):
 the driver plans shard ranges with it and executors read them again after a restart. What
-`migrator.replicate.datasource` needs from a feed is small: list the shards, read what is new
+`migrator.replicate.datasource` needs from a feed is small: list the shards (whole, or a page at a
+time), read what is new
 in one, read a planned range again, a record's sequence number (and arrival time), the record
 as a `ChangeRecord`, and whether records after a shard's position may have been trimmed unread.
 """
@@ -46,6 +47,9 @@ class DynamoDBStreamsFeed:
     def list_shards(self) -> list[Shard]:
         return dynamodb_streams.list_shards(self._client(), self.arn)
 
+    def list_page(self, cursor: str | None) -> tuple[list[Shard], str | None]:
+        return dynamodb_streams.list_page(self._client(), self.arn, cursor)
+
     def read_new(self, shard_id: str, after: str | None, max_records: int, iterator: str | None) -> ShardRead:
         return dynamodb_streams.read_shard(self._client(), self.arn, shard_id, after, max_records=max_records, iterator=iterator)
 
@@ -84,6 +88,9 @@ class KinesisFeed:
 
     def list_shards(self) -> list[Shard]:
         return kinesis.list_shards(self._client(), self.arn)
+
+    def list_page(self, cursor: str | None) -> tuple[list[Shard], str | None]:
+        return kinesis.list_page(self._client(), self.arn, cursor)
 
     def read_new(self, shard_id: str, after: str | None, max_records: int, iterator: str | None) -> ShardRead:
         return kinesis.read_shard(self._client(), self.arn, shard_id, after, self.start_at, max_records=max_records, iterator=iterator)

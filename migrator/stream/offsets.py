@@ -41,6 +41,14 @@ class ShardPosition:
     at_tip: bool = False
     range_first: str | None = None
 
+    def advanced(self, shard_id: str, sequence_number: str, range_first: str | None = None) -> "ShardPosition":
+        """At `sequence_number`, the last applied record (read from `range_first` on); it never moves back."""
+        if self.finished:
+            raise ValueError(f"shard {shard_id} is finished; it cannot advance to {sequence_number}")
+        if self.sequence_number is not None and int(sequence_number) < int(self.sequence_number):
+            raise ValueError(f"shard {shard_id} cannot move back from {self.sequence_number} to {sequence_number}")
+        return replace(self, sequence_number=sequence_number, range_first=range_first)
+
 
 @dataclass(frozen=True)
 class StreamOffset:
@@ -74,15 +82,16 @@ class StreamOffset:
     def advance(self, shard_id: str, sequence_number: str, range_first: str | None = None) -> "StreamOffset":
         """Record `sequence_number` as the shard's last applied record (read from `range_first` on);
         it never moves back."""
-        position = self._position(shard_id)
-        if position.finished:
-            raise ValueError(f"shard {shard_id} is finished; it cannot advance to {sequence_number}")
-        if position.sequence_number is not None and int(sequence_number) < int(position.sequence_number):
-            raise ValueError(
-                f"shard {shard_id} cannot move back from {position.sequence_number} to {sequence_number}"
-            )
-        moved = replace(position, sequence_number=sequence_number, range_first=range_first)
-        return replace(self, shards={**self.shards, shard_id: moved})
+        moved = self._position(shard_id).advanced(shard_id, sequence_number, range_first)
+        return self.with_positions({shard_id: moved})
+
+    def with_positions(self, positions: Mapping[str, ShardPosition]) -> "StreamOffset":
+        """Known shards moved to new positions, all at once: a trigger that moves 2,000 shards
+        builds one offset, not one per shard (each would copy and sort every shard)."""
+        unknown = sorted(set(positions) - set(self.shards))
+        if unknown:
+            raise ValueError(f"shards {', '.join(unknown)} are not in the offset; add them with with_shards first")
+        return replace(self, shards={**self.shards, **positions}) if positions else self
 
     def with_tip(self, shard_id: str, at_tip: bool) -> "StreamOffset":
         """Record whether the shard's last read reached the stream's tip."""
@@ -135,6 +144,18 @@ class StreamOffset:
         }
         return self if len(kept) == len(self.shards) else replace(self, shards=kept)
 
+    def without_spent_positions(self) -> "StreamOffset":
+        """Finished shards kept by id alone: their sequence numbers served the batch that finished them.
+
+        Call it on a batch's start, never its end: that batch's range of a shard it finished
+        ends at the sequence number. Closed shards stay listed for 24 hours, and DynamoDB closes
+        each shard after about 4 hours, so a table of 2,000 partitions lists about 12,000: kept
+        whole, their positions would make every batch's offset about 1.7 MB.
+        """
+        spent = ShardPosition(finished=True)
+        finished = [shard_id for shard_id, position in self.shards.items() if position.finished and position != spent]
+        return self.with_positions({shard_id: spent for shard_id in finished})
+
     def to_dict(self) -> dict[str, Any]:
         """The offset as the JSON-ready dict Spark's Python data source API passes around."""
         document = {
@@ -171,13 +192,7 @@ class StreamOffset:
                 "another table)"
             )
         try:
-            shards = {
-                str(shard_id): ShardPosition(
-                    _sequence_or_none(raw["sequence_number"]), _strict_bool(raw["finished"]),
-                    _strict_bool(raw.get("at_tip", False)), _sequence_or_none(raw.get("range_first")),
-                )  # fmt: skip
-                for shard_id, raw in raw_shards.items()
-            }
+            shards = {str(shard_id): _position_of(raw) for shard_id, raw in raw_shards.items()}
         except (AttributeError, KeyError, TypeError, ValueError):
             raise CheckpointError("the stream offset is damaged (a shard position is malformed)") from None
         start_at = document.get("start_at")
@@ -201,7 +216,19 @@ class StreamOffset:
             raise ValueError(f"shard {shard_id} is not in the offset; add it with with_shards first") from None
 
 
+def _position_of(raw: Mapping[str, Any]) -> ShardPosition:
+    finished = _strict_bool(raw["finished"])
+    # A spent position (`without_spent_positions`) is written without its sequence number.
+    sequence_number = raw.get("sequence_number") if finished else raw["sequence_number"]
+    return ShardPosition(
+        _sequence_or_none(sequence_number), finished,
+        _strict_bool(raw.get("at_tip", False)), _sequence_or_none(raw.get("range_first")),
+    )  # fmt: skip
+
+
 def _position_dict(position: ShardPosition) -> dict[str, Any]:
+    if position == ShardPosition(finished=True):  # spent: by id alone, about 20 bytes instead of 60
+        return {"finished": True}
     document: dict[str, Any] = {"finished": position.finished, "sequence_number": position.sequence_number}
     if position.at_tip:  # only Kinesis reads set it: DynamoDB Streams offsets keep their old form
         document["at_tip"] = True

@@ -150,6 +150,8 @@ def test_losing_an_executor_mid_copy_still_ends_exact(dynamodb, endpoint_url, ta
 def _copied(savepoint_dir: Path) -> list[int]:
     import yaml
 
+    from migrator.config.segments import SegmentRanges
+
     for path in savepoint_dir.glob("savepoint_*.yaml"):
-        return yaml.safe_load(path.read_text()).get("skipSegments") or []
+        return list(SegmentRanges.parse(yaml.safe_load(path.read_text()).get("skipSegments") or []))
     return []

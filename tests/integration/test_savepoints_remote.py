@@ -14,6 +14,7 @@ import signal
 import pytest
 import yaml
 
+from migrator.config.segments import SegmentRanges
 from migrator.replicate.checkpoint import HEARTBEAT_FILE, Checkpoint
 from migrator.hadoop_files import PREVIOUS_SUFFIX
 from migrator.snapshot.savepoint_folders import HadoopFolder
@@ -60,7 +61,7 @@ def s3_savepoint(s3, bucket: str) -> tuple[str, dict] | None:
 
 def copied_in_s3(s3, bucket: str) -> set[int]:
     found = s3_savepoint(s3, bucket)
-    return set(found[1]["savepoint"]["copiedSegments"]) if found else set()
+    return set(SegmentRanges.parse(found[1]["savepoint"]["copiedSegments"])) if found else set()
 
 
 def test_savepoints_in_s3_survive_kill_9_and_resume(dynamodb, s3, endpoint_url, table_name, tmp_path):
@@ -150,7 +151,7 @@ def test_savepoints_on_a_hadoop_filesystem(dynamodb, endpoint_url, table_name, t
     assert first.segments_copied == 4
     assert again.segments_resumed == 4 and again.segments_copied == 0
     (savepoint,) = [p for p in folder.iterdir() if p.name.endswith(".yaml")]
-    assert yaml.safe_load(savepoint.read_text())["savepoint"]["copiedSegments"] == [0, 1, 2, 3]
+    assert yaml.safe_load(savepoint.read_text())["savepoint"]["copiedSegments"] == ["0-3"]
     leftovers = [p.name for p in folder.iterdir() if not p.name.endswith(".crc") and p != savepoint]
     assert leftovers == [], "no temporary or set-aside file is left"
     assert_same_items(make_items(40), scan_all(dynamodb, target))

@@ -158,7 +158,7 @@ def test_savepoint_is_a_config_once_credentials_are_restored(store):
     store.save(progress(8, {6, 1, 4}))
     text = file_of(store).read_text(encoding="utf-8")
 
-    assert text.startswith("# dynamodb-migrator savepoint, format 2.")
+    assert text.startswith("# dynamodb-migrator savepoint, format 3.")
     document = yaml.safe_load(text)
     assert document["source"]["credentials"] == {
         "accessKey": "<redacted>", "secretKey": "<redacted>", "sessionToken": "<redacted>",
@@ -188,6 +188,33 @@ def test_savepoint_without_credentials_runs_as_a_config_directly(tmp_path):
 
     assert config.skip_segments == [0, 2]
     assert config.source.scan_segments == 3
+
+
+def test_a_savepoint_of_runs_of_segments_lists_them_as_ranges_and_runs_as_a_config(tmp_path):
+    store = open_store(tmp_path, pair_config("src", "tgt"), "src", "tgt")
+    store.save(SnapshotProgress("src", "tgt", 900, frozenset(range(0, 500)) | {640}, frozenset(range(700, 900))))
+
+    document = yaml.safe_load(file_of(store).read_text(encoding="utf-8"))
+    assert document["skipSegments"] == ["0-499", 640, "700-899"]
+    assert document["savepoint"]["copiedSegments"] == ["0-499", 640]
+    assert store.load().copied == frozenset(range(0, 500)) | {640}
+    assert parse_config(yaml.safe_dump(document)).config.skip_segments == [*range(0, 500), 640, *range(700, 900)]
+
+
+def test_a_format_2_savepoint_of_plain_numbers_still_resumes(tmp_path):
+    store = open_store(tmp_path, pair_config("src", "tgt"), "src", "tgt")
+    store.save(progress_of_src(6, {1}))
+    document = yaml.safe_load(file_of(store).read_text(encoding="utf-8"))
+    document["savepoint"].update(format=2, copiedSegments=[0, 1, 2, 4])
+    document["skipSegments"] = [0, 1, 2, 4, 5]
+    file_of(store).write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+
+    assert store.load().copied == frozenset({0, 1, 2, 4})
+    assert parse_config(file_of(store).read_text(encoding="utf-8")).config.skip_segments == [0, 1, 2, 4, 5]
+
+
+def progress_of_src(total: int, done: set[int]) -> SnapshotProgress:
+    return SnapshotProgress("src", "tgt", total, frozenset(done))
 
 
 def test_savepoint_contains_no_planted_secret(store):

@@ -108,6 +108,34 @@ def test_unknown_and_finished_shards_cannot_advance():
         sample().advance("shardId-a", SEQ_40 + "0")
 
 
+def test_a_trigger_moves_every_shard_it_read_in_one_offset():
+    offset = sample()
+    moved = offset.with_positions({
+        "shardId-b": offset.shards["shardId-b"].advanced("shardId-b", SEQ_40, range_first="30"),
+        "shardId-c": ShardPosition(finished=True),
+    })  # fmt: skip
+
+    assert moved == offset.advance("shardId-b", SEQ_40, range_first="30").finish("shardId-c")
+    assert list(moved.shards) == ["shardId-a", "shardId-b", "shardId-c"], "still sorted"
+    assert offset.with_positions({}) is offset
+    with pytest.raises(ValueError, match="shards nope are not in the offset"):
+        offset.with_positions({"nope": ShardPosition()})
+    with pytest.raises(ValueError, match="cannot move back"):
+        offset.shards["shardId-b"].advanced("shardId-b", "1")
+
+
+def test_finished_shards_are_kept_by_id_alone_once_their_batch_is_done():
+    offset = sample()  # a finished at SEQ_40, b at SEQ_21
+    spent = offset.without_spent_positions()
+
+    assert spent.shards["shardId-a"] == ShardPosition(finished=True)
+    assert spent.shards["shardId-b"] == offset.shards["shardId-b"]
+    assert spent.finished == offset.finished and spent.behind == offset.behind
+    assert json.loads(spent.to_json())["shards"]["shardId-a"] == {"finished": True}
+    assert spent.without_spent_positions() is spent
+    assert StreamOffset.from_json(spent.to_json(), ARN) == spent
+
+
 def test_lost_and_trimmed_shards():
     offset = sample()  # a finished, b and c not
     listed = [shard("shardId-c", parent="shardId-a")]
