@@ -34,4 +34,9 @@ Running the migrator from a test:
     export_imports             configs importing an S3 export
     export_writes              configs writing a table as an S3 export, and checking what was written
     hdfs                       HDFS on the local disk
+
+The convergence soak (scripts/soak.py, tests/integration/test_soak.py, docs/soak.md):
+    soak                       a round: plan from a seed, runs interrupted at moments, the verdict
+    soak_data                  random key schemas, items of every shape, the source writer
+    convergence                the target against the source: lost, resurrected, altered keys
 """
