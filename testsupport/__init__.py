@@ -12,6 +12,7 @@ The emulator and its moto extensions:
     moto_kinesis_retention     a shard's trim horizon (``trim_shard``), MillisBehindLatest as AWS
     moto_stream_reenable       a table's stream disabled, then enabled again as a new stream
     moto_stream_binary_keys    a stream record's Keys hold a binary key as the item does
+    moto_scan_binary_segments  a parallel Scan of a table whose hash key is binary
     moto_table_lock            one lock around moto's DynamoDB item operations
 
 Servers a test runs on loopback:

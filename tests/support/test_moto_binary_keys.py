@@ -1,8 +1,11 @@
-"""The emulator's change records name a binary key as the item holds it, over HTTP with boto3: a
-hash and a range key of type B, put, updated and deleted, in the table's DynamoDB stream
-(moto_stream_binary_keys) and in its Kinesis destination (moto_kinesis_destination). The soak
-found the first wrong (seed 1): moto's REMOVE records named a key no item had, so deletions never
-reached a target. These test the extensions themselves, so they always start the project's emulator."""
+"""Binary keys in the emulator, over HTTP with boto3, on a table with a hash and a range key of type B.
+
+Its change records name the key as the item holds it, in the table's DynamoDB stream
+(moto_stream_binary_keys) and in its Kinesis destination (moto_kinesis_destination), and a
+parallel Scan splits it into segments (moto_scan_binary_segments). The soak found the first two
+wrong: moto's REMOVE records named a key no item had, so deletions never reached a target (seed
+1), and every segmented Scan of a binary hash key was answered HTTP 500 (seed 100). These test
+the extensions themselves, so they always start the project's emulator."""
 
 from __future__ import annotations
 
@@ -43,7 +46,9 @@ def binary_keyed_table(dynamodb) -> str:
 
 def change_the_item(dynamodb, table: str) -> None:
     dynamodb.put_item(TableName=table, Item={**KEY, "v": {"N": "1"}})
-    dynamodb.update_item(TableName=table, Key=KEY, UpdateExpression="SET v = :v", ExpressionAttributeValues={":v": {"N": "2"}})
+    dynamodb.update_item(
+        TableName=table, Key=KEY, UpdateExpression="SET v = :v", ExpressionAttributeValues={":v": {"N": "2"}}
+    )
     dynamodb.delete_item(TableName=table, Key=KEY)
 
 
@@ -71,6 +76,29 @@ def test_kinesis_destination_records_name_the_binary_key_written(emulator):
 
     [shard] = kinesis.list_shards(StreamARN=stream_arn)["Shards"]
     iterator = kinesis.get_shard_iterator(StreamARN=stream_arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON")
-    documents = [json.loads(r["Data"]) for r in kinesis.get_records(StreamARN=stream_arn, ShardIterator=iterator["ShardIterator"])["Records"]]
+    answer = kinesis.get_records(StreamARN=stream_arn, ShardIterator=iterator["ShardIterator"])
+    documents = [json.loads(r["Data"]) for r in answer["Records"]]
     assert [d["eventName"] for d in documents] == ["INSERT", "MODIFY", "REMOVE"]
     assert [d["dynamodb"]["Keys"] for d in documents] == [KEY_JSON] * 3
+
+
+def test_a_parallel_scan_of_a_binary_hash_key_splits_the_table_into_disjoint_segments(emulator):
+    dynamodb = client(emulator, "dynamodb")
+    table = binary_keyed_table(dynamodb)
+    written = {(n.to_bytes(4, "big") + b"\xff", bytes([n % 3])) for n in range(60)}
+    for pk, sk in written:
+        dynamodb.put_item(TableName=table, Item={"pk": {"B": pk}, "sk": {"B": sk}})
+
+    segments = []
+    for segment in range(3):
+        request = {"TableName": table, "Segment": segment, "TotalSegments": 3, "Limit": 7}
+        keys = []
+        while True:
+            page = dynamodb.scan(**request)
+            keys += [(i["pk"]["B"], i["sk"]["B"]) for i in page["Items"]]
+            if "LastEvaluatedKey" not in page:
+                break
+            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        segments.append(set(keys))
+    assert set.union(*segments) == written and sum(map(len, segments)) == len(written)
+    assert all(segments), "every segment holds some of the 60 keys"
