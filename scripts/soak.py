@@ -74,10 +74,12 @@ def summary(results: list[RoundResult]) -> str:
         faults.update(result.faults)
         modes[result.plan.mode + ("+stream" if result.plan.chained else "")] += 1
     compared = [r.verdict for r in results if r.verdict is not None]
-    lost, resurrected, altered = (sum(len(getattr(v, name)) for v in compared) for name in ("lost", "resurrected", "altered"))
+    kinds = ("lost", "resurrected", "altered")
+    lost, resurrected, altered = (sum(len(getattr(v, kind)) for v in compared) for kind in kinds)
     failed = [r.plan.seed for r in results if not r.passed]
     return "\n".join([
-        f"soak: {len(results)} rounds, {len(results) - len(failed)} converged" + (f"; failed seeds: {failed}" if failed else ""),
+        f"soak: {len(results)} rounds, {len(results) - len(failed)} converged"
+        + (f"; failed seeds: {failed}" if failed else ""),
         f"  modes: {dict(modes)}",
         f"  runs: {sum(r.runs for r in results)}; interruptions: {dict(kills)}",
         f"  faults injected: {dict(faults)} ({sum(faults.values())} in all)",

@@ -117,13 +117,15 @@ def plan_round(seed: int, short: bool = False) -> RoundPlan:
     interruptions = tuple(Interruption(rng.choice(moments), rng.choice(SIGNALS)) for _ in range(count))
     fault_rate = rng.choice((0.0, 0.02, 0.05, 0.1))
     extra = ["latency"] + (["expired_iterator", "limit_exceeded"] if replicates else [])
-    faults = tuple(sorted(set(rng.sample(FAULTS, rng.randint(1, len(FAULTS))) + rng.sample(extra, rng.randint(0, len(extra))))))
+    drawn = rng.sample(FAULTS, rng.randint(1, len(FAULTS))) + rng.sample(extra, rng.randint(0, len(extra)))
+    faults = tuple(sorted(set(drawn)))
     throttled = rng.choice(("Scan", "BatchWriteItem", "GetRecords")) if rng.random() < 0.5 else None
     return RoundPlan(
         seed=seed, mode=mode, chained=chained, schema=draw_key_schema(rng),
         items=rng.randint(30, 120) if short else rng.randint(50, 1500),
         large_items=rng.randint(0, 1 if short else 3),
-        segments=rng.randint(1, 3 if short else 8), read_throughput=rng.choice((200, 4000) if short else (20, 40, 200, 4000)),
+        segments=rng.randint(1, 3 if short else 8),
+        read_throughput=rng.choice((200, 4000) if short else (20, 40, 200, 4000)),
         fault_rate=fault_rate, faults=faults,
         throttle=(throttled, rng.uniform(1, 5)) if throttled else None,
         interruptions=interruptions,
@@ -203,6 +205,7 @@ class Round:
         self.writer: SourceWriter | None = None
         self.proxy: FaultProxy | None = None
         self.jobs: list[Job] = []
+        self.stream_name: str | None = None  # Kinesis mode's stream
 
     def log(self, event: str) -> None:
         self.result.events.append(f"{time.monotonic() - self.started:7.1f} s  {event}")
@@ -216,8 +219,8 @@ class Round:
         stream = plan.mode in ("export", "skip_snapshot")  # the stream must hold every write from the first
         extra = {"StreamSpecification": {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}} if stream else {}
         self.dynamodb.create_table(
-            TableName=self.source, KeySchema=plan.schema.key_schema(), AttributeDefinitions=plan.schema.attribute_definitions(),
-            BillingMode="PAY_PER_REQUEST", **extra,
+            TableName=self.source, KeySchema=plan.schema.key_schema(),
+            AttributeDefinitions=plan.schema.attribute_definitions(), BillingMode="PAY_PER_REQUEST", **extra,
         )  # fmt: skip
         self.dynamodb.update_time_to_live(
             TableName=self.source, TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTRIBUTE}
@@ -250,9 +253,11 @@ class Round:
         return write_config(self.workdir, document)
 
     def export_source(self, proxy_url: str) -> dict:
-        export = export_live_table(aws_client("s3", self.endpoint_url), self.dynamodb, self.source, files=self.plan.segments)
+        s3 = aws_client("s3", self.endpoint_url)
+        export = export_live_table(s3, self.dynamodb, self.source, files=self.plan.segments)
         self.log(f"exported {self.source} in {self.plan.segments} data files")
-        block = {"type": "dynamodb-s3-export", "bucket": export.bucket, "manifestKey": export.summary_key, **reaching(proxy_url)}
+        block = {"type": "dynamodb-s3-export", "bucket": export.bucket, "manifestKey": export.summary_key}
+        block.update(reaching(proxy_url))
         if self.plan.chained:
             block["streamSource"] = side(proxy_url, self.source)
         else:
@@ -308,7 +313,8 @@ class Round:
         self.proxy.cancel_hold()
         self.log(f"{interruption.signal} at {moment} (planned {interruption.moment}): exit {code}")
         if code not in EXIT_CODES[interruption.signal]:
-            self.result.problems.append(f"run {self.result.runs}: {interruption.signal} at {moment}: exit {code}:\n{job.tail()}")
+            where = f"run {self.result.runs}: {interruption.signal} at {moment}"
+            self.result.problems.append(f"{where}: exit {code}:\n{job.tail()}")
         if self.writer is not None:
             self.writer.write(self.plan.changes_between_runs)
             self.log(f"{self.plan.changes_between_runs} changes between runs")
@@ -400,7 +406,9 @@ class Round:
 
         return condition
 
-    def wait(self, job: Job, condition: Callable[[], bool], seconds: float = MOMENT_SECONDS, poll_seconds: float = 0.05) -> bool:
+    def wait(
+        self, job: Job, condition: Callable[[], bool], seconds: float = MOMENT_SECONDS, poll_seconds: float = 0.05
+    ) -> bool:
         """Poll until the condition holds (True), or the job ended or the time ran out (False)."""
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:

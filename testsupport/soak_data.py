@@ -46,10 +46,9 @@ class KeySchema:
 
     def table_description(self) -> dict[str, list[dict[str, str]]]:
         """The export source's `tableDescription` block for this key."""
-        return {
-            "attributeDefinitions": [{"name": d["AttributeName"], "type": d["AttributeType"]} for d in self.attribute_definitions()],
-            "keySchema": [{"name": k["AttributeName"], "type": k["KeyType"]} for k in self.key_schema()],
-        }  # fmt: skip
+        attributes = [{"name": d["AttributeName"], "type": d["AttributeType"]} for d in self.attribute_definitions()]
+        keys = [{"name": k["AttributeName"], "type": k["KeyType"]} for k in self.key_schema()]
+        return {"attributeDefinitions": attributes, "keySchema": keys}
 
     def key(self, number: int) -> Item:
         """Item number's key: distinct numbers give distinct keys whatever the types."""
