@@ -129,7 +129,7 @@ def plan_round(seed: int, short: bool = False) -> RoundPlan:
         fault_rate=fault_rate, faults=faults,
         throttle=(throttled, rng.uniform(1, 5)) if throttled else None,
         interruptions=interruptions,
-        writer_interval_seconds=rng.choice((0.02, 0.1, 0.3)),
+        writer_interval_seconds=rng.choice((0.1, 0.3) if short else (0.02, 0.1, 0.3)),
         changes_between_runs=rng.randint(0, 10 if short else 60),
         kinesis_shards=rng.randint(1, 3), reshard=mode == "kinesis" and rng.random() < 0.5,
     )  # fmt: skip
