@@ -11,6 +11,8 @@ The emulator and its moto extensions:
     moto_kinesis_resharding    Kinesis splits and merges routed as AWS does
     moto_kinesis_retention     a shard's trim horizon (``trim_shard``), MillisBehindLatest as AWS
     moto_stream_reenable       a table's stream disabled, then enabled again as a new stream
+    moto_stream_binary_keys    a stream record's Keys hold a binary key as the item does
+    moto_scan_binary_segments  a parallel Scan of a table whose hash key is binary
     moto_table_lock            one lock around moto's DynamoDB item operations
 
 Servers a test runs on loopback:
@@ -34,4 +36,9 @@ Running the migrator from a test:
     export_imports             configs importing an S3 export
     export_writes              configs writing a table as an S3 export, and checking what was written
     hdfs                       HDFS on the local disk
+
+The convergence soak (scripts/soak.py, tests/integration/test_soak.py, docs/soak.md):
+    soak                       a round: plan from a seed, runs interrupted at moments, the verdict
+    soak_data                  random key schemas, items of every shape, the source writer
+    convergence                the target against the source: lost, resurrected, altered keys
 """

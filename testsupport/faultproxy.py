@@ -16,6 +16,16 @@ gets one fault picked from ``faults``:
 - "denied": HTTP 400 AccessDeniedException, as AWS answers a caller whose policy lacks the
   action (a missing permission; never retried). Only when asked for: not in the default
   ``faults``, which are all transient.
+- "latency": the request is forwarded after ``latency_seconds`` (0.5 by default), then
+  answered normally: a latency spike.
+- "expired_iterator" / "limit_exceeded": HTTP 400 ExpiredIteratorException /
+  LimitExceededException, as DynamoDB Streams and Kinesis answer a GetRecords whose iterator
+  expired (after 15 minutes, API reference) or a shard read too often. They are drawn only for
+  the stream reading operations (``STREAM_FAULT_OPERATIONS``); any other request that draws
+  one is forwarded as is.
+
+"latency", "expired_iterator" and "limit_exceeded" are opt-in too, so the default draws stay
+what they were.
 
 ``fault_rate`` may be changed while the proxy runs (``proxy.fault_rate = 0.0``), so one
 endpoint can serve a failing run and then its clean rerun.
@@ -32,8 +42,8 @@ it has no capacity for item by item. ``counts["throttled"]`` counts those answer
 
 ``hold_next("BatchWriteItem")`` parks the next such request (with ``containing=b"..."``: the next
 one whose body holds those bytes): neither forwarded nor answered until ``release_held()``, which
-then hangs up. A test can kill a job while its write is in
-flight (the returned event says when), and the write never lands.
+then hangs up; ``cancel_hold()`` forgets a hold no request has met yet. A test can kill a job
+while its write is in flight (the returned event says when), and the write never lands.
 
 Everything else is forwarded verbatim and the response relayed. With ``record=True``
 the proxy keeps ``(operation, body bytes)`` of every forwarded request in
@@ -62,7 +72,13 @@ from testsupport.loopback import KeepAliveHandler, LoopbackService, server_tls_c
 from typing import Callable
 
 FAULTS = ("throughput", "throttling", "http500", "http503", "drop")  # transient: the default
-ALL_FAULTS = (*FAULTS, "denied")
+STREAM_FAULTS = ("expired_iterator", "limit_exceeded")
+ALL_FAULTS = (*FAULTS, "denied", "latency", *STREAM_FAULTS)
+# The operations a stream fault can answer: DynamoDB Streams' and Kinesis's reads.
+STREAM_FAULT_OPERATIONS = {
+    "expired_iterator": {"GetRecords"},
+    "limit_exceeded": {"GetRecords", "GetShardIterator", "DescribeStream", "ListShards"},
+}
 
 _DYNAMODB = "com.amazonaws.dynamodb.v20120810#"
 ERRORS = {  # fault -> (HTTP status, DynamoDB "__type")
@@ -71,6 +87,8 @@ ERRORS = {  # fault -> (HTTP status, DynamoDB "__type")
     "http500": (500, _DYNAMODB + "InternalServerError"),
     "http503": (503, _DYNAMODB + "ServiceUnavailable"),
     "denied": (400, "com.amazon.coral.service#AccessDeniedException"),
+    "expired_iterator": (400, _DYNAMODB + "ExpiredIteratorException"),
+    "limit_exceeded": (400, _DYNAMODB + "LimitExceededException"),
 }
 
 # Per-hop headers: never forwarded in either direction. (Content-Length is
@@ -97,6 +115,7 @@ class FaultProxy(LoopbackService):
         record: bool = False,
         clock: Callable[[], float] | None = None,
         tls: tuple[str, str] | None = None,
+        latency_seconds: float = 0.5,
     ):
         super().__init__()
         if tls is not None:
@@ -107,6 +126,7 @@ class FaultProxy(LoopbackService):
         upstream = urllib.parse.urlsplit(upstream_url)
         self.upstream = (upstream.hostname, upstream.port or 80)
         self.fault_rate = fault_rate
+        self.latency_seconds = latency_seconds
         self.faults = tuple(faults)
         self.operations = None if operations is None else set(operations)
         self._random = random.Random(seed)
@@ -161,6 +181,11 @@ class FaultProxy(LoopbackService):
     def release_held(self) -> None:
         """Hang up on the parked request, if any, without forwarding it."""
         self._released.set()
+
+    def cancel_hold(self) -> None:
+        """Forget a hold_next() no request matched yet: the next such request is forwarded."""
+        with self._lock:
+            self._hold_operation = None
 
     def throttle(self, operation: str, seconds: float, answer: str = "error") -> None:
         """Answer every request of `operation` with ProvisionedThroughputExceededException (or, for
@@ -217,6 +242,8 @@ class FaultProxy(LoopbackService):
             if self._random.random() >= self.fault_rate:
                 return None
             fault = self._random.choice(self.faults)
+            if operation not in STREAM_FAULT_OPERATIONS.get(fault, {operation}):
+                return None  # a stream fault drawn for another operation: forwarded as is
             self._counts[fault] += 1
             return fault
 
@@ -242,6 +269,8 @@ class _Handler(KeepAliveHandler):
             unprocessed = {"UnprocessedItems": json.loads(body)["RequestItems"]}
             self.reply(200, [("Content-Type", "application/x-amz-json-1.0")], json.dumps(unprocessed).encode())
             return
+        if fault == "latency":
+            time.sleep(proxy.latency_seconds)
         try:
             status, headers, data = self.forward(body)
         except OSError as error:

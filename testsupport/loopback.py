@@ -13,6 +13,7 @@ import datetime
 import ipaddress
 import socket
 import ssl
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -40,6 +41,11 @@ class _Server(ThreadingHTTPServer):
     block_on_close = False  # stop() must not wait for client connections
     request_queue_size = 1024
     service: "LoopbackService"
+
+    def handle_error(self, request, client_address) -> None:
+        """A client that went away (a job killed with -9) is expected; anything else is printed."""
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            super().handle_error(request, client_address)
 
 
 class LoopbackService:

@@ -24,13 +24,17 @@ import gzip
 import hashlib
 import json
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any, Iterable
 
+from testsupport.endpoint import scan_all
 from testsupport.faultproxy import FaultProxy
 from migrator.export.ion_text import dynamodb_number
+from migrator.items import to_dynamodb_json
 
 DYNAMODB_JSON = "DYNAMODB_JSON"
 ION = "ION"
@@ -214,6 +218,21 @@ def write_export(
             summary[name] = value
     s3.put_object(Bucket=bucket, Key=written.summary_key, Body=json.dumps(summary, indent=3).encode())
     return written
+
+
+def export_live_table(s3, dynamodb, table: str, export_time: datetime | None = None, files: int = 2) -> WrittenExport:
+    """A full export of the table as it is now, in `files` data files; exportTime is now unless given."""
+    export_time = export_time or datetime.now(timezone.utc)
+    time.sleep(0.01)  # the next writes are after exportTime, whatever the clocks' resolution
+    items = [dynamodb_numbers(to_dynamodb_json(i)) for i in scan_all(dynamodb, table)]
+    parts = [DataFileSpec(full_lines(items[n::files], DYNAMODB_JSON)) for n in range(files)]
+    times = {"exportTime": iso(export_time), "startTime": iso(export_time), "endTime": iso(export_time + timedelta(minutes=5))}
+    return write_export(s3, create_bucket(s3), parts, table=table, summary_changes=times)
+
+
+def iso(moment: datetime) -> str:
+    """A manifest's time: ISO-8601 in UTC with milliseconds, as AWS writes them."""
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 def md5_base64(body: bytes) -> str:

@@ -19,7 +19,6 @@ import yaml
 from migrator.replicate import chaining
 from migrator.config import load_config
 from migrator.errors import CheckpointError, ConfigError, StreamGap
-from migrator.items import to_dynamodb_json
 from migrator.run import migrate
 from testsupport.all_types import by_key
 from testsupport.endpoint import list_tables, put_items, scan_all, side
@@ -27,14 +26,7 @@ from testsupport.jobs import assert_one_clear_line, run_job, write_config
 from testsupport.kinesis_runs import create_stream
 from testsupport.ports import busy_port
 from testsupport.replication import age_checkpoint, list_commits
-from testsupport.s3_exports import (
-    DYNAMODB_JSON,
-    DataFileSpec,
-    create_bucket,
-    dynamodb_numbers,
-    full_lines,
-    write_export,
-)
+from testsupport.s3_exports import export_live_table
 
 pytestmark = pytest.mark.integration
 
@@ -61,20 +53,6 @@ def create_live_table(dynamodb, table: str, stream: bool = True) -> None:
     dynamodb.create_table(TableName=table, KeySchema=KEY_SCHEMA, AttributeDefinitions=ATTRIBUTES,
                           BillingMode="PAY_PER_REQUEST", **extra)  # fmt: skip
     put_items(dynamodb, table, [item(i) for i in range(SEEDED)])
-
-
-def iso(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
-def export_live_table(s3, dynamodb, table: str, export_time: datetime | None = None, files: int = 2):
-    """A full export of the table as it is now, in `files` data files; exportTime is now unless given."""
-    export_time = export_time or datetime.now(timezone.utc)
-    time.sleep(0.01)  # the next writes are after exportTime, whatever the clocks' resolution
-    items = [dynamodb_numbers(to_dynamodb_json(i)) for i in scan_all(dynamodb, table)]
-    parts = [DataFileSpec(full_lines(items[n::files], DYNAMODB_JSON)) for n in range(files)]
-    times = {"exportTime": iso(export_time), "startTime": iso(export_time), "endTime": iso(export_time + timedelta(minutes=5))}
-    return write_export(s3, create_bucket(s3), parts, table=table, summary_changes=times)
 
 
 def change_after_the_export(dynamodb, table: str, start: int) -> int:

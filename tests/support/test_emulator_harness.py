@@ -128,6 +128,35 @@ def test_each_fault_reaches_a_client_without_retries(emulator, table, fault, rai
     assert ("Item" in written) == (fault == "drop")  # a drop happens after the write
 
 
+def test_a_latency_fault_forwards_the_request_late_and_answers_it(emulator, table):
+    with FaultProxy(emulator.endpoint_url, fault_rate=1.0, faults=("latency",), latency_seconds=0.4) as proxy:
+        client = ddb_client(proxy.endpoint_url)
+        started = time.monotonic()
+        client.put_item(TableName=table, Item={"pk": {"S": "late"}})
+        assert time.monotonic() - started >= 0.4
+        assert proxy.counts == {"latency": 1, "forwarded": 1}
+    direct = ddb_client(emulator.endpoint_url)
+    assert "Item" in direct.get_item(TableName=table, Key={"pk": {"S": "late"}}, ConsistentRead=True)
+
+
+@pytest.mark.parametrize(
+    ("fault", "code"), [("expired_iterator", "ExpiredIteratorException"), ("limit_exceeded", "LimitExceededException")]
+)
+def test_a_stream_fault_answers_only_stream_reads(emulator, table, fault, code):
+    """The table's DynamoDB stream read through the proxy: GetRecords gets the fault, PutItem never."""
+    with FaultProxy(emulator.endpoint_url, fault_rate=1.0, faults=(fault,)) as proxy:
+        client = ddb_client(proxy.endpoint_url)
+        client.put_item(TableName=table, Item={"pk": {"S": "not a stream read"}})
+        streams = boto3.client(
+            "dynamodbstreams", endpoint_url=proxy.endpoint_url, region_name="local",
+            aws_access_key_id="test", aws_secret_access_key="test", config=Config(retries=dict(NO_RETRIES)),
+        )  # fmt: skip
+        with pytest.raises(ClientError) as caught:
+            streams.get_records(ShardIterator="an-iterator-the-proxy-never-forwards")
+        assert caught.value.response["Error"]["Code"] == code
+        assert proxy.counts == {fault: 1, "forwarded": 1}
+
+
 def test_a_held_request_is_neither_forwarded_nor_answered_until_released(emulator, table):
     import botocore.exceptions
     import threading
