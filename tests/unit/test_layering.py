@@ -23,7 +23,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(layer)
     for layer in (
         {"cli"},
-        {"run"},
+        {"run", "dry_run"},
         {"snapshot", "replicate", "validate"},
         {"plan", "source", "stream", "target", "export"},
         {"items", "aws", "wire", "throttling", "ratelimit", "metrics", "spark", "stopping", "hadoop_files", "task_boundary", "driver_region", "config_text", "summary_json"},
