@@ -25,6 +25,7 @@ from migrator.snapshot.savepoints import ResumePoint, resume_point
 from migrator.snapshot.table_copy import TableCopyPreflight, plan_copy, preflight
 from migrator.source import kinesis
 from migrator.source.dynamodb_streams import find_stream
+from migrator.spark import submitted_setting
 from migrator.target import tables
 
 
@@ -58,7 +59,8 @@ def dry_run(loaded: LoadedConfig) -> DryRunReport:
         return report
     if config.writes_export:
         export_write.preflight(config)
-        report.add("export write", "the source table and the export folder were checked; its plan is not previewed by a dry run yet")
+        report.add("export write", "the source table and the export folder were checked; "
+                   "its plan is not previewed by a dry run yet")  # fmt: skip
         return report
     checks = preflight(config)
     report.add("source", f"table {config.source.table!r}: {_describe_table(checks.source)}")
@@ -158,20 +160,11 @@ def describe_creation(request: Mapping[str, Any]) -> str:
 
 def default_parallelism() -> tuple[int, str]:
     """The parallelism a plan needs, without a SparkContext: spark-submit's setting, else this machine's CPUs."""
-    submitted = _submitted_conf("spark.default.parallelism")
+    submitted = submitted_setting("spark.default.parallelism")
     if submitted:
         return int(submitted), "spark.default.parallelism"
     count = os.cpu_count() or 1
-    return count, f"this machine's CPU count (local mode; on a cluster set spark.default.parallelism to plan with its cores)"
-
-
-def _submitted_conf(key: str) -> str | None:
-    """A `--conf` value spark-submit passed: its JVM holds them as system properties, reachable without a SparkContext."""
-    if "PYSPARK_GATEWAY_PORT" not in os.environ:  # not launched by spark-submit
-        return None
-    from pyspark.java_gateway import launch_gateway  # connects to spark-submit's JVM, starts no Spark
-
-    return launch_gateway().jvm.System.getProperty(key)
+    return count, "this machine's CPU count (local mode; on a cluster set spark.default.parallelism to plan with its cores)"
 
 
 def _describe_table(info: tables.TableInfo) -> str:
