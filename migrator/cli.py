@@ -1,4 +1,4 @@
-"""Command line: `jobs/migrate.py --config FILE` and `jobs/validate.py --config FILE [--report FILE]`;
+"""Command line: `jobs/migrate.py --config FILE [--dry-run]` and `jobs/validate.py --config FILE [--report FILE]`;
 one clear line and an exit code on failure.
 
 Exit codes: 0 done (or replication stopped by Ctrl+C or SIGTERM), 1 the migration failed while

@@ -1,6 +1,6 @@
 """The imports inside `migrator` point one way, down the layers the README's layout describes.
 
-    cli → run → {snapshot, replicate, validate} → {plan, source, stream, target, export}
+    cli → {run, dry_run} → {snapshot, replicate, validate} → {plan, source, stream, target, export}
         → {items, aws, wire, throttling, ratelimit, metrics, spark, ...} → {config, errors, redact, connection}
 
 A module may import from its own layer or any layer below, never above. The pure modules
