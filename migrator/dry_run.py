@@ -95,8 +95,9 @@ def _savepoint(loaded: LoadedConfig, checks: TableCopyPreflight, report: DryRunR
     else:
         source_side = savepoint_folders.table_side(config.source, "source", checks.source)
         store = savepoint_folders.open_store(loaded, _no_spark, source_side)
+        writable = _writability(config)  # before reading, as the run checks it: a file in the way is named so
         where, progress = store.path, store.load()
-        report.add("savepoints", f"{where}: {'found' if progress is not None else 'none yet'}; {_writability(config)}")
+        report.add("savepoints", f"{where}: {'found' if progress is not None else 'none yet'}; {writable}")
     start = resume_point(progress, config.source.scan_segments, config.skip_segments, copied_in_config(config))
     recorded = progress.target if progress is not None else target_in_config(config)
     check_recorded_target(where, len(start.copied), "segments", recorded, checks.target, config.target.table)
