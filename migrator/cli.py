@@ -1,4 +1,4 @@
-"""Command line: `jobs/migrate.py --config FILE` and `jobs/validate.py --config FILE [--report FILE]`;
+"""Command line: `jobs/migrate.py --config FILE [--dry-run]` and `jobs/validate.py --config FILE [--report FILE]`;
 one clear line and an exit code on failure.
 
 Exit codes: 0 done (or replication stopped by Ctrl+C or SIGTERM), 1 the migration failed while
@@ -37,6 +37,10 @@ def main(argv: list[str] | None = None) -> int:
     def migrate(loaded: LoadedConfig, spark_factory) -> tuple[str, int]:
         from migrator import run  # imported late: a bad config must not wait for pyspark's import
 
+        if args.dry_run:  # every check, then the plan: the factory is never called
+            from migrator.dry_run import dry_run
+
+            return dry_run(loaded).render(), 0
         result = phases["result"] = run.MigrationResult()
         return run.migrate(loaded, spark_factory, result=result).render(), 0
 
@@ -211,6 +215,10 @@ def _parse_args(argv: list[str] | None, validating: bool = False) -> argparse.Na
         parser = argparse.ArgumentParser(
             prog="migrate.py", description="Copy a DynamoDB table to DynamoDB or ScyllaDB Alternator."
         )
+        parser.add_argument(
+            "--dry-run", action="store_true",
+            help="run every check and print the plan; create, enable and write nothing, start no Spark",
+        )  # fmt: skip
     parser.add_argument(
         "--config", required=True, help="YAML configuration file: a local path, s3://bucket/key or any Hadoop URI"
     )

@@ -74,9 +74,9 @@ def migrate(
     store = savepoint_folders.open_store(loaded, spark_factory, source_side)
     store.check_writable()
     progress = store.load()
-    start = resume_point(progress, config.source.scan_segments, config.skip_segments, _copied_in_config(config))
-    recorded = progress.target if progress is not None else _target_in_config(config)
-    _check_recorded_target(store, len(start.copied), "segments", recorded, checks.target, config.target.table)
+    start = resume_point(progress, config.source.scan_segments, config.skip_segments, copied_in_config(config))
+    recorded = progress.target if progress is not None else target_in_config(config)
+    check_recorded_target(store.path, len(start.copied), "segments", recorded, checks.target, config.target.table)
     streaming = config.target.stream_changes is True or config.kinesis is not None
     if streaming:
         checkpoint.check_writable(checkpoint.location(config))
@@ -146,7 +146,7 @@ def _import_export(
     done = export_import.imported_files(progress, config.skip_files, checks.source, store.path)
     if progress is not None and progress.done_files and checks.target is not None:
         recorded_files = len(progress.done_files)
-        _check_recorded_target(store, recorded_files, "data files", progress.target, checks.target, config.target.table)
+        check_recorded_target(store.path, recorded_files, "data files", progress.target, checks.target, config.target.table)
     if done and checks.target is None:
         raise SavepointError(
             f"{len(done)} data files are recorded as imported (savepoint {store.path} or skipFiles), "
@@ -237,7 +237,7 @@ def _reinitialize(
     saved.drop()
     store.discard()
     stream = _stream(config, checks, saved, fresh_start=True)
-    requested = frozenset(config.skip_segments) - _copied_in_config(config)
+    requested = frozenset(config.skip_segments) - copied_in_config(config)
     return stream, ResumePoint(config.source.scan_segments, requested=requested)
 
 
@@ -264,12 +264,12 @@ def _once(spark_factory: SparkFactory) -> SparkFactory:
     return session
 
 
-def _copied_in_config(config: MigratorConfig) -> frozenset[int]:
+def copied_in_config(config: MigratorConfig) -> frozenset[int]:
     """The config is itself a savepoint: the segments it records as copied (its skipSegments holds them too)."""
     return frozenset(config.savepoint.copied_segments) if config.savepoint is not None else frozenset()
 
 
-def _target_in_config(config: MigratorConfig) -> TargetTable | None:
+def target_in_config(config: MigratorConfig) -> TargetTable | None:
     """The config is itself a savepoint: the target table it records its copies in."""
     if config.savepoint is None:
         return None
@@ -277,8 +277,8 @@ def _target_in_config(config: MigratorConfig) -> TargetTable | None:
     return TargetTable(recorded.table_arn, recorded.table_id, recorded.creation_date_time)
 
 
-def _check_recorded_target(
-    store: SavepointStore, copied: int, units: str, recorded: TargetTable | None, target: TableInfo | None, table: str
+def check_recorded_target(
+    savepoint: str, copied: int, units: str, recorded: TargetTable | None, target: TableInfo | None, table: str
 ) -> None:
     """Units recorded as copied are skipped only in the table they were copied into.
 
@@ -288,7 +288,7 @@ def _check_recorded_target(
     if not copied:
         return
     if target is None:
-        raise RecordedTargetMissing(copied, units, store.path, table)
+        raise RecordedTargetMissing(copied, units, savepoint, table)
     how = recorded.differs_from(TargetTable.of(target.description)) if recorded is not None else None
     if how is not None:
-        raise RecordedTargetReplaced(copied, units, store.path, table, how)
+        raise RecordedTargetReplaced(copied, units, savepoint, table, how)

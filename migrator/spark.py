@@ -137,3 +137,15 @@ class _SigtermToMainThread:
 
     class Java:
         implements = ["sun.misc.SignalHandler"]
+
+
+def submitted_setting(key: str) -> str | None:
+    """A Spark setting spark-submit was given (--conf, spark-defaults.conf), read without starting a SparkContext.
+
+    spark-submit's JVM runs before the Python driver and holds its settings as system
+    properties; plain Python has no JVM yet, and no setting (None).
+    """
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return None
+    SparkContext._ensure_initialized()  # connects to spark-submit's JVM, as forward_sigterm_to_the_driver does
+    return SparkContext._gateway.jvm.System.getProperty(key)

@@ -132,18 +132,37 @@ def check_writable(where: str) -> None:
     """Refuse a local checkpoint location the job could not write, before anything starts."""
     if not _is_local(where):
         return
-    path = Path(urlparse(where).path if where.startswith("file:") else where).absolute()
-    existing = path
+    problem = local_write_problem(_local_path(where))
+    if problem is not None:
+        raise ConfigError("checkpointLocation", f"{where!r} {problem}")
+
+
+def local_write_problem(path: Path) -> str | None:
+    """Why this user could not create or write the local folder `path`, or None; nothing is written to find out."""
+    existing = path.absolute()
     while not existing.exists():
         existing = existing.parent
     if not existing.is_dir():
-        raise ConfigError("checkpointLocation", f"{where!r} is not a directory ({existing} is a file): choose a directory")
+        return f"is not a directory ({existing} is a file): choose a directory"
     if not os.access(existing, os.W_OK | os.X_OK):
-        raise ConfigError(
-            "checkpointLocation",
-            f"{where!r} is not writable ({existing} does not let this user write): "
-            "fix its permissions or choose another directory",
-        )
+        return f"is not writable ({existing} does not let this user write): fix its permissions or choose another directory"
+    return None
+
+
+def describe_without_spark(where: str) -> str:
+    """What a local checkpoint holds, read with plain file access (a dry run starts no Spark); others are not read."""
+    if not _is_local(where):
+        return "not read in a dry run (a Hadoop location is read through Spark)"
+    root = _local_path(where)
+    commits = root / "commits"
+    if commits.is_dir() and any(p.name.isdigit() for p in commits.iterdir()):
+        return "holds committed batches: replication would resume from its offsets"
+    recorded = root / REPLAY_START_FILE
+    if recorded.is_file():
+        start = ReplayStart.from_json(recorded.read_text(encoding="utf-8"), where)
+        at = f", Kinesis AT_TIMESTAMP {start.start_at}" if start.start_at else ""
+        return f"holds a replay start fixed at {_iso(start.fixed_at)} on {start.stream_arn}{at}: the run would keep it"
+    return "none yet: the run would fix the replay start before the snapshot"
 
 
 class Checkpoint:
@@ -290,6 +309,10 @@ class Checkpoint:
         except (Py4JJavaError, ValueError, KeyError, TypeError):  # damaged: the commits still tell
             log.warning("ignoring an unreadable heartbeat file in %s", self.where)
             return None
+
+
+def _local_path(where: str) -> Path:
+    return Path(urlparse(where).path if where.startswith("file:") else where)
 
 
 def _is_local(where: str) -> bool:

@@ -41,6 +41,22 @@ class StreamInfo:
 
 def ensure_stream(client: Any, table: str, may_enable: bool = True) -> StreamInfo:
     """The table's stream; one with NEW_AND_OLD_IMAGES is enabled when it has none (if allowed)."""
+    stream, key_names = find_stream(client, table)
+    if stream is not None:
+        return stream
+    if not may_enable:
+        raise errors.StreamNotEnabled(table)
+    with translated("enabling a stream on", f"source table {table!r}"):
+        client.update_table(
+            TableName=table, StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}
+        )
+    arn = _wait_for_stream(client, table)
+    log.info("enabled a NEW_AND_OLD_IMAGES stream on %r; it is not deleted when the migrator stops", table)
+    return StreamInfo(arn, "NEW_AND_OLD_IMAGES", key_names)
+
+
+def find_stream(client: Any, table: str) -> tuple[StreamInfo | None, tuple[str, ...]]:
+    """The table's enabled stream (None when it has none) and its key names: DescribeTable only."""
     with translated("describing", f"source table {table!r}"):
         description = client.describe_table(TableName=table)["Table"]
     key_names = tuple(k["AttributeName"] for k in description["KeySchema"])
@@ -55,16 +71,8 @@ def ensure_stream(client: Any, table: str, may_enable: bool = True) -> StreamInf
                 "of item, and a round trip); a NEW_AND_OLD_IMAGES stream avoids that (changing the view "
                 "type means disabling and enabling the stream)", table, view_type,
             )  # fmt: skip
-        return StreamInfo(description["LatestStreamArn"], view_type, key_names)
-    if not may_enable:
-        raise errors.StreamNotEnabled(table)
-    with translated("enabling a stream on", f"source table {table!r}"):
-        client.update_table(
-            TableName=table, StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}
-        )
-    arn = _wait_for_stream(client, table)
-    log.info("enabled a NEW_AND_OLD_IMAGES stream on %r; it is not deleted when the migrator stops", table)
-    return StreamInfo(arn, "NEW_AND_OLD_IMAGES", key_names)
+        return StreamInfo(description["LatestStreamArn"], view_type, key_names), key_names
+    return None, key_names
 
 
 def _wait_for_stream(client: Any, table: str) -> str:

@@ -76,19 +76,12 @@ def ensure_destination(dynamodb: Any, table: str, stream_arn: str) -> bool:
     A table streaming to another Kinesis stream is refused: DynamoDB would not take a second
     destination (or would split the changes between the two), so the user chooses.
     """
-    destinations = _destinations(dynamodb, table)
-    mine = next((d for d in destinations if d.get("StreamArn") == stream_arn), None)
+    mine = check_destination(dynamodb, table, stream_arn)
     status = mine.get("DestinationStatus") if mine else None
     if status == "ACTIVE":
         _warn_on_millisecond_precision(table, mine)
         log.info("source %r already streams its changes to %s: using it", table, stream_arn)
         return False
-    others = [d["StreamArn"] for d in destinations if d.get("DestinationStatus") in ("ACTIVE", "ENABLING") and d.get("StreamArn") != stream_arn]
-    if others:
-        raise errors.SourceError(
-            f"source table {table!r} already streams its changes to {others[0]}, not to the configured "
-            f"{stream_arn}: set target.streamChanges.streamArn to that stream, or disable that destination first"
-        )
     if status != "ENABLING":
         with translated("enabling the Kinesis streaming destination of", f"source table {table!r}"):
             dynamodb.enable_kinesis_streaming_destination(
@@ -101,6 +94,22 @@ def ensure_destination(dynamodb: Any, table: str, stream_arn: str) -> bool:
         "enabled when the migrator stops", table, stream_arn,
     )  # fmt: skip
     return True
+
+
+def check_destination(dynamodb: Any, table: str, stream_arn: str) -> dict[str, Any] | None:
+    """The table's destination to `stream_arn` (None when it has none); SourceError when it streams to
+    another stream. DescribeKinesisStreamingDestination only."""
+    destinations = _destinations(dynamodb, table)
+    mine = next((d for d in destinations if d.get("StreamArn") == stream_arn), None)
+    if mine is not None and mine.get("DestinationStatus") == "ACTIVE":
+        return mine
+    others = [d["StreamArn"] for d in destinations if d.get("DestinationStatus") in ("ACTIVE", "ENABLING") and d.get("StreamArn") != stream_arn]
+    if others:
+        raise errors.SourceError(
+            f"source table {table!r} already streams its changes to {others[0]}, not to the configured "
+            f"{stream_arn}: set target.streamChanges.streamArn to that stream, or disable that destination first"
+        )
+    return mine
 
 
 def _destinations(dynamodb: Any, table: str) -> list[dict[str, Any]]:

@@ -71,6 +71,11 @@ def _table_info(table: Mapping[str, Any]) -> TableInfo:
     )
 
 
+def planned_info(request: Mapping[str, Any]) -> TableInfo:
+    """The TableInfo a CreateTable request would give, before the table exists (a dry run's plan)."""
+    return _table_info({**request, "BillingModeSummary": {"BillingMode": request["BillingMode"]}})
+
+
 def same_table(one: TableInfo, one_endpoint: str, other: TableInfo, other_endpoint: str) -> bool:
     """Whether two descriptions are of one table.
 

@@ -1,6 +1,6 @@
 """The imports inside `migrator` point one way, down the layers the README's layout describes.
 
-    cli → run → {snapshot, replicate, validate} → {plan, source, stream, target, export}
+    cli → {run, dry_run} → {snapshot, replicate, validate} → {plan, source, stream, target, export}
         → {items, aws, wire, throttling, ratelimit, metrics, spark, ...} → {config, errors, redact, connection}
 
 A module may import from its own layer or any layer below, never above. The pure modules
@@ -23,7 +23,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(layer)
     for layer in (
         {"cli"},
-        {"run"},
+        {"run", "dry_run"},
         {"snapshot", "replicate", "validate"},
         {"plan", "source", "stream", "target", "export"},
         {"items", "aws", "wire", "throttling", "ratelimit", "metrics", "spark", "stopping", "hadoop_files", "task_boundary", "driver_region", "config_text", "summary_json"},

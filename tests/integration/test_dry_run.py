@@ -1,0 +1,134 @@
+"""`jobs/migrate.py --dry-run`: the run's checks and its plan, with nothing created, enabled or written.
+
+Every job runs with SPARK_HOME pointing at a folder that holds no Spark: starting a Spark session
+would fail the job ("starting Spark"), so an exit 0 also proves no session was started.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from migrator import aws
+from migrator.config import load_config
+from migrator.snapshot import savepoint_folders
+from migrator.snapshot.savepoints import SnapshotProgress, TargetTable
+from migrator.target import tables
+from testsupport.endpoint import list_tables, put_items, side
+from testsupport.jobs import assert_one_clear_line, run_job, write_config
+from testsupport.sample_data import create_sample_table, make_items
+
+pytestmark = pytest.mark.integration
+
+
+def dry_run(config: Path, tmp_path: Path):
+    no_spark = tmp_path / "no-spark-here"
+    no_spark.mkdir(exist_ok=True)
+    result = run_job(config, args=("--dry-run",), env={"SPARK_HOME": str(no_spark)})
+    assert "Running Spark version" not in result.stdout + result.stderr
+    return result
+
+
+def files_under(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file()) if folder.exists() else []
+
+
+def test_a_copy_into_a_missing_target_is_planned_and_nothing_is_created(dynamodb, endpoint_url, table_name, tmp_path):
+    source, target = table_name("dry-src"), table_name("dry-dst")
+    create_sample_table(dynamodb, source)
+    put_items(dynamodb, source, make_items(20))
+    config = write_config(tmp_path, {"source": side(endpoint_url, source, scanSegments=6), "target": side(endpoint_url, target)})
+
+    result = dry_run(config, tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert "6 scan segments" in result.stdout
+    assert f"would create table {target!r}: keys " in result.stdout
+    assert "PAY_PER_REQUEST" in result.stdout
+    assert "from the start: 6 of 6 segments to copy" in result.stdout
+    assert target not in list_tables(dynamodb)
+    assert files_under(tmp_path / "savepoints") == []
+
+
+def test_streaming_says_it_would_enable_the_stream_and_leaves_it_disabled(dynamodb, endpoint_url, table_name, tmp_path):
+    source, target = table_name("dry-stream-src"), table_name("dry-stream-dst")
+    create_sample_table(dynamodb, source)
+    checkpoints = tmp_path / "checkpoints"
+    config = write_config(tmp_path, {
+        "source": side(endpoint_url, source, enableStream=True),
+        "target": side(endpoint_url, target, streamChanges=True),
+        "checkpointLocation": str(checkpoints / "dry"),
+    })  # fmt: skip
+
+    result = dry_run(config, tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert f"would enable a NEW_AND_OLD_IMAGES DynamoDB stream on source table {source!r}" in result.stdout
+    assert "none yet: the run would fix the replay start before the snapshot" in result.stdout
+    stream = dynamodb.describe_table(TableName=source)["Table"].get("StreamSpecification") or {}
+    assert not stream.get("StreamEnabled"), "the dry run enabled a stream"
+    assert target not in list_tables(dynamodb)
+    assert not checkpoints.exists()
+    assert files_under(tmp_path / "savepoints") == []
+
+
+def test_a_rerun_of_an_interrupted_copy_says_where_it_would_resume(dynamodb, endpoint_url, table_name, tmp_path):
+    source, target = table_name("dry-resume-src"), table_name("dry-resume-dst")
+    create_sample_table(dynamodb, source)
+    create_sample_table(dynamodb, target)
+    config = write_config(tmp_path, {"source": side(endpoint_url, source, scanSegments=4), "target": side(endpoint_url, target)})
+    savepoint = save_interrupted_copy(config, copied={0, 2}, total_segments=4)
+    saved = savepoint.read_text(encoding="utf-8")
+
+    result = dry_run(config, tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert "would resume: 2 of 4 segments already copied (0, 2), 2 to copy" in result.stdout
+    assert f"table {target!r} exists with matching keys" in result.stdout
+    assert files_under(tmp_path / "savepoints") == [savepoint]
+    assert savepoint.read_text(encoding="utf-8") == saved
+
+
+def test_a_missing_source_table_is_one_line_and_exit_2(dynamodb, endpoint_url, table_name, tmp_path):
+    target = table_name("dry-never")
+    config = write_config(tmp_path, {"source": side(endpoint_url, "no-such-table"), "target": side(endpoint_url, target)})
+
+    result = dry_run(config, tmp_path)
+
+    assert result.returncode == 2, result.stderr
+    assert_one_clear_line(result, ["source table 'no-such-table' does not exist"])
+    assert result.stdout == ""
+    assert target not in list_tables(dynamodb)
+
+
+def test_under_spark_submit_the_plan_uses_the_submitted_parallelism(dynamodb, endpoint_url, table_name, tmp_path):
+    source, target = table_name("dry-submit-src"), table_name("dry-submit-dst")
+    create_sample_table(dynamodb, source)
+    config = write_config(tmp_path, {  # a read rate small enough that the parallelism sets the segments
+        "source": side(endpoint_url, source, readThroughput=1000), "target": side(endpoint_url, target)
+    })  # fmt: skip
+
+    result = run_job(config, args=("--dry-run",), spark_submit=True, spark_conf={"spark.default.parallelism": "5"})
+
+    output = result.stdout + result.stderr  # spark-submit relays Python's stderr on stdout
+    assert result.returncode == 0, output
+    assert "5 scan segments, 5 concurrent tasks" in output
+    assert "parallelism 5 from spark.default.parallelism" in output
+    assert target not in list_tables(dynamodb)
+    assert files_under(tmp_path / "savepoints") == []
+
+
+def save_interrupted_copy(config_path: Path, copied: set[int], total_segments: int) -> Path:
+    """The savepoint a copy stopped after `copied` segments leaves, written by the migrator's own store."""
+    loaded = load_config(str(config_path))
+    config = loaded.config
+    source = tables.describe_table(aws.client(config.source.client_spec("source")), config.source.table, "source")
+    target = tables.describe_table(aws.client(config.target.client_spec("target")), config.target.table, "target")
+    side = savepoint_folders.table_side(config.source, "source", source)
+    store = savepoint_folders.open_store(loaded, lambda: None, side)
+    progress = SnapshotProgress(
+        config.source.table, config.target.table, total_segments, copied, target=TargetTable.of(target.description)
+    )
+    store.save(progress)
+    return Path(store.path)
