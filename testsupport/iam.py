@@ -9,7 +9,9 @@ listing a bucket (ListObjectsV2, HeadBucket) is s3:ListBucket, a multipart uploa
 completion are s3:PutObject.
 
 A policy statement whose Sid starts with "Only" grants actions that a mode calls only on a path
-the caller may not take (its Sid says which); the other statements grant what every run calls.
+a run may not take (its Sid says which); one whose Sid starts with "CheckedByAws" grants actions
+the job never calls but AWS checks on the caller of another action (DynamoDB's Kinesis streaming
+destination: kinesis:PutRecords and DescribeStream); the other statements grant what every run calls.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from testsupport.jobs import REPO
 
 POLICIES = REPO / "docs" / "iam"
+# Sid prefixes of statements a run need not call (see the module doc).
+CONDITIONAL_SIDS = ("Only", "CheckedByAws")
 # X-Amz-Target prefixes (service name and API version) → IAM namespace.
 JSON_SERVICES = {"DynamoDB_20120810": "dynamodb", "DynamoDBStreams_20120810": "dynamodb", "Kinesis_20131202": "kinesis"}
 
@@ -66,11 +70,11 @@ def policy(name: str) -> dict:
 
 def granted(*documents: dict) -> tuple[set[str], set[str]]:
     """Of policies attached together: (actions every run calls, actions granted for a path a run may
-    not take: Sid "Only...")."""
+    not take or AWS checks besides: Sid "Only...", "CheckedByAws...")."""
     always, conditional = set(), set()
     for statement in (s for document in documents for s in document["Statement"]):
         assert statement["Effect"] == "Allow", statement
         actions = statement["Action"]
         actions = {actions} if isinstance(actions, str) else set(actions)
-        (conditional if statement.get("Sid", "").startswith("Only") else always).update(actions)
+        (conditional if statement.get("Sid", "").startswith(CONDITIONAL_SIDS) else always).update(actions)
     return always, conditional

@@ -35,9 +35,10 @@ TARGET_CREATED_WITH_TTL = TARGET_CREATED | {"dynamodb:UpdateTimeToLive"}
 
 @pytest.fixture
 def logs(endpoint_url):
-    """One logging proxy per side: source, target and the savepoints' S3."""
+    """One logging proxy per side: source, target, the savepoints' S3, an export's live table (streamSource)."""
     with ExitStack() as stack:
-        yield {name: stack.enter_context(S3AccessLog(endpoint_url)) for name in ("source", "target", "savepoints")}
+        names = ("source", "target", "savepoints", "live")
+        yield {name: stack.enter_context(S3AccessLog(endpoint_url)) for name in names}
 
 
 def assert_matches(names: tuple[str, ...], log: S3AccessLog, paths_taken: frozenset[str] = frozenset()) -> None:
@@ -124,6 +125,28 @@ def test_export_import(logs, dynamodb, s3, table_name, tmp_path, spark):
     assert run_in_process(config, spark).written == ITEMS
 
     assert_matches(("export-import-source",), logs["source"])
+    assert_matches(("table-target",), logs["target"], TARGET_CREATED)
+
+
+def test_export_import_chained_with_the_live_tables_stream(logs, dynamodb, s3, table_name, tmp_path, spark):
+    live, target = table_name("iam-live"), table_name("iam-chained")
+    create_sample_table(dynamodb, live)
+    stream = {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}  # before the export, as chaining needs
+    dynamodb.update_table(TableName=live, StreamSpecification=stream)
+    put_items(dynamodb, live, make_items(ITEMS))
+    export = export_live_table(s3, dynamodb, live)
+    live_block = side(logs["live"].endpoint_url, live)
+    config = write_config(tmp_path, {
+        "source": export_source(logs["source"].endpoint_url, export.bucket, export.summary_key, streamSource=live_block),
+        "target": side(logs["target"].endpoint_url, target, streamChanges=True),
+        "checkpointLocation": str(tmp_path / "checkpoint"),
+    })  # fmt: skip
+
+    result = run(config, spark, until_converged(dynamodb, live, target, [write_changes(dynamodb, live, 1000)]))
+
+    assert result.replication.records > 0
+    assert_matches(("export-import-source",), logs["source"])
+    assert_matches(("dynamodb-streams-source", "chained-stream-source"), logs["live"])
     assert_matches(("table-target",), logs["target"], TARGET_CREATED)
 
 
