@@ -27,6 +27,8 @@ POLICIES = REPO / "docs" / "iam"
 CONDITIONAL_SIDS = ("Only", "CheckedByAws")
 # X-Amz-Target prefixes (service name and API version) → IAM namespace.
 JSON_SERVICES = {"DynamoDB_20120810": "dynamodb", "DynamoDBStreams_20120810": "dynamodb", "Kinesis_20131202": "kinesis"}
+# Query parameters of a bucket listing; any other (?location, ?uploads, ...) is another action.
+LIST_PARAMETERS = {"list-type", "prefix", "delimiter", "continuation-token", "max-keys", "start-after", "encoding-type"}
 
 
 def actions_of(requests: list[tuple[str, str, str | None]]) -> set[str]:
@@ -58,7 +60,7 @@ def _s3_action(method: str, path: str) -> str:
             return "s3:AbortMultipartUpload" if "uploadId" in query else "s3:DeleteObject"
     elif method == "POST" and "delete" in query:  # DeleteObjects: s3:DeleteObject per key
         return "s3:DeleteObject"
-    elif method in ("GET", "HEAD") and not set(query) - {"list-type", "prefix", "delimiter", "continuation-token", "max-keys", "start-after", "encoding-type"}:
+    elif method in ("GET", "HEAD") and not set(query) - LIST_PARAMETERS:  # ListObjectsV2, HeadBucket
         return "s3:ListBucket"
     raise AssertionError(f"no IAM action mapped for S3 request {method} {path}")
 
