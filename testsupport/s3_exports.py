@@ -280,38 +280,44 @@ def create_bucket(s3, name: str | None = None) -> str:
 
 class _LoggingHandler(FaultProxy.handler):
     def handle_request(self) -> None:
-        self.server.service.log_request(self.command, self.path)
+        self.server.service.log_request(self.command, self.path, self.headers.get("X-Amz-Target"))
         super().handle_request()
 
     do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = do_PATCH = do_OPTIONS = handle_request
 
 
 class S3AccessLog(FaultProxy):
-    """The fault proxy with faults off, logging (method, path) of every request: an S3 access log.
+    """The fault proxy with faults off, logging (method, path, X-Amz-Target) of every request: an S3
+    access log that also names the JSON-protocol operations (DynamoDB, its Streams, Kinesis).
 
     Point a job's source endpoint at `endpoint_url` (path-style requests, the default for a
-    custom endpoint) and `reads_of(bucket)` gives the keys it fetched with GET.
+    custom endpoint) and `reads_of(bucket)` gives the keys it fetched with GET; `requests` is the
+    whole log (`testsupport.iam` turns it into IAM actions).
     """
 
     handler = _LoggingHandler
 
     def __init__(self, upstream_url: str):
         super().__init__(upstream_url, fault_rate=0.0)
-        self._requests: list[tuple[str, str]] = []
+        self._requests: list[tuple[str, str, str | None]] = []
         self._log_lock = threading.Lock()
 
-    def log_request(self, method: str, path: str) -> None:
+    def log_request(self, method: str, path: str, target: str | None = None) -> None:
         with self._log_lock:
-            self._requests.append((method, path))
+            self._requests.append((method, path, target))
+
+    @property
+    def requests(self) -> list[tuple[str, str, str | None]]:
+        """Snapshot of (method, path with query, X-Amz-Target or None) of every request, in order."""
+        with self._log_lock:
+            return list(self._requests)
 
     def reads_of(self, bucket: str) -> list[str]:
         """The keys of bucket fetched by GET, in order (query strings dropped)."""
         from urllib.parse import unquote, urlsplit
 
         keys = []
-        with self._log_lock:
-            requests = list(self._requests)
-        for method, path in requests:
+        for method, path, _ in self.requests:
             parts = unquote(urlsplit(path).path).lstrip("/").split("/", 1)
             if method == "GET" and len(parts) == 2 and parts[0] == bucket and parts[1]:
                 keys.append(parts[1])
