@@ -17,7 +17,6 @@ destination: kinesis:PutRecords and DescribeStream); the other statements grant 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from testsupport.jobs import REPO
