@@ -92,11 +92,10 @@ def _session(spec: ClientSpec) -> boto3.session.Session:
     )
     if not spec.role_arn:
         return base
-    sts = base.client("sts", endpoint_url=spec.endpoint_url, config=_botocore_config(spec))
+    sts = sts_client(spec, base)
 
     def fetch() -> dict[str, str]:
-        creds = sts.assume_role(RoleArn=spec.role_arn, RoleSessionName=spec.role_session_name)
-        creds = creds["Credentials"]
+        creds = sts.assume_role(**assume_role_request(spec))["Credentials"]
         return {
             "access_key": creds["AccessKeyId"],
             "secret_key": creds["SecretAccessKey"],
@@ -110,6 +109,21 @@ def _session(spec: ClientSpec) -> boto3.session.Session:
         metadata=fetch(), refresh_using=fetch, method="assume-role"
     )
     return boto3.session.Session(botocore_session=botocore_session, region_name=spec.region)
+
+
+def sts_client(spec: ClientSpec, base: boto3.session.Session) -> Any:
+    """STS where boto3 sends it (AWS_ENDPOINT_URL_STS, AWS_ENDPOINT_URL, else the region's STS):
+    never the block's own endpoint, which is DynamoDB's, Alternator's or S3's."""
+    return base.client("sts", config=_botocore_config(spec))
+
+
+def assume_role_request(spec: ClientSpec) -> dict[str, Any]:
+    request: dict[str, Any] = {"RoleArn": spec.role_arn, "RoleSessionName": spec.role_session_name}
+    if spec.role_external_id is not None:
+        request["ExternalId"] = spec.role_external_id
+    if spec.role_duration_seconds is not None:
+        request["DurationSeconds"] = spec.role_duration_seconds
+    return request
 
 
 def retries_of(response: dict[str, Any]) -> int:

@@ -28,6 +28,8 @@ class ClientSpec:
     session_token: Secret | None = None
     role_arn: str | None = None
     role_session_name: str = "dynamodb-migrator"
+    role_external_id: str | None = None  # the role's trust policy may ask for one (not a secret, says AWS)
+    role_duration_seconds: int | None = None  # None: the role's default (one hour); refreshed before it ends
     max_pool_connections: int = 32
     connect_timeout_seconds: float = 10.0
     read_timeout_seconds: float = 60.0

@@ -52,6 +52,10 @@ class Endpoint(ConfigModel):
 class AssumeRole(ConfigModel):
     arn: str = Field(pattern=r"^arn:[a-z-]+:iam::\d{12}:role/.+$")
     session_name: str = "dynamodb-migrator"
+    # STS's limits: ExternalId 2-1224 characters of [\w+=,.@:/-], DurationSeconds 900 to 43,200
+    # (and no more than the role's MaxSessionDuration, which STS checks).
+    external_id: str | None = Field(default=None, min_length=2, max_length=1224, pattern=r"^[\w+=,.@:\/-]+$")
+    duration_seconds: int | None = Field(default=None, ge=900, le=43200)
 
 
 class Credentials(ConfigModel):
@@ -109,4 +113,6 @@ class ConnectedBlock(ConfigModel):
             role_session_name=(
                 creds.assume_role.session_name if creds.assume_role else "dynamodb-migrator"
             ),
+            role_external_id=creds.assume_role.external_id if creds.assume_role else None,
+            role_duration_seconds=creds.assume_role.duration_seconds if creds.assume_role else None,
         )

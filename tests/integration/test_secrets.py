@@ -45,7 +45,8 @@ def files_under(directory: Path) -> list[Path]:
     return [p for p in directory.rglob("*") if p.is_file()]
 
 
-def start_with_event_log(config: Path, events: Path) -> subprocess.Popen:
+def start_with_event_log(config: Path, events: Path, sts_endpoint: str) -> subprocess.Popen:
+    """STS is reached where boto3 finds it (AWS_ENDPOINT_URL_STS), never at the tables' endpoint."""
     command = [
         str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]",
         "--conf", "spark.eventLog.enabled=true",
@@ -55,7 +56,7 @@ def start_with_event_log(config: Path, events: Path) -> subprocess.Popen:
         str(REPO / "jobs" / "migrate.py"), "--config", str(config),
     ]  # fmt: skip
     return subprocess.Popen(
-        command, cwd=REPO, env=job_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        command, cwd=REPO, env=job_env({"AWS_ENDPOINT_URL_STS": sts_endpoint}), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True, start_new_session=True,
     )  # fmt: skip
 
@@ -78,7 +79,7 @@ def test_no_spelling_of_a_credential_reaches_savepoint_checkpoint_output_or_even
     events.mkdir()
 
     lines: list[str] = []
-    job = start_with_event_log(config, events)
+    job = start_with_event_log(config, events, endpoint_url)
     wait_for_output(job, "replicating changes of", lines)
     reader = drain(job, lines)  # an undrained pipe fills and blocks the job
     put_items(dynamodb, source, make_items(20, start=1000))  # replicated: the checkpoint gets offsets and commits

@@ -10,7 +10,8 @@ from migrator.errors import TargetSchemaMismatch
 from migrator.items import rename_attributes
 from testsupport.all_types import KEY_SCHEMA, all_types_items, assert_same_items
 from testsupport.endpoint import put_items, scan_all, side, table_exists
-from testsupport.jobs import run_in_process, write_config
+from testsupport.jobs import run_in_process, run_job, write_config
+from testsupport.s3_exports import S3AccessLog
 from testsupport.sample_data import create_sample_table, make_items
 
 pytestmark = pytest.mark.integration
@@ -270,23 +271,29 @@ def test_fifty_thousand_items_in_sixteen_segments(dynamodb, endpoint_url, spark,
     assert_same_items(make_items(50_000, payload_bytes=60), scan_all(dynamodb, target))
 
 
-def test_assume_role_credentials_reach_both_tables(dynamodb, endpoint_url, spark, table_name, tmp_path):
+def test_assume_role_credentials_reach_both_tables_and_sts_is_asked_at_sts(dynamodb, endpoint_url, table_name, tmp_path):
+    """The role is assumed at STS where boto3 finds it (here AWS_ENDPOINT_URL_STS), never at the tables'
+    own endpoint, with the external id and duration the config gives."""
     source, target = table_name("role"), table_name("role-copy")
     create_sample_table(dynamodb, source)
     put_items(dynamodb, source, make_items(30))
     role = {
         "accessKey": "AKIABASEUSER",
         "secretKey": "base-user-secret",
-        "assumeRole": {"arn": "arn:aws:iam::123456789012:role/migration", "sessionName": "test-run"},
-    }
-    config = write_config(
-        tmp_path,
-        {"source": side(endpoint_url, source, credentials=role), "target": side(endpoint_url, target, credentials=role)},
-    )
+        "assumeRole": {"arn": "arn:aws:iam::123456789012:role/migration", "sessionName": "test-run",
+                       "externalId": "migration-7f3a", "durationSeconds": 1800},
+    }  # fmt: skip
+    with S3AccessLog(endpoint_url) as tables, S3AccessLog(endpoint_url) as sts:
+        config = write_config(tmp_path, {"source": side(tables.endpoint_url, source, credentials=role),
+                                         "target": side(tables.endpoint_url, target, credentials=role)})  # fmt: skip
 
-    run_in_process(config, spark)
+        finished = run_job(config, env={"AWS_ENDPOINT_URL_STS": sts.endpoint_url}, timeout=300)
+        at_tables, at_sts = tables.requests, sts.requests
 
+    assert finished.returncode == 0, finished.stderr[-3000:]
     assert_same_items(make_items(30), scan_all(dynamodb, target))
+    assert at_sts and all(method == "POST" and target is None for method, _, target in at_sts), at_sts
+    assert all(target is not None for _, _, target in at_tables), "a request without X-Amz-Target (STS) reached the tables"
 
 
 def test_write_rate_is_held_to_the_planned_share(dynamodb, endpoint_url, spark, table_name, tmp_path):
