@@ -90,7 +90,7 @@ def test_dynamodb_streams_replication(logs, dynamodb, table_name, tmp_path, spar
         "checkpointLocation": str(tmp_path / "checkpoint"),
     })  # fmt: skip
 
-    result = run(config, spark, until_converged(dynamodb, source, target, [write_changes(dynamodb, source, 1000)]))
+    run(config, spark, until_converged(dynamodb, source, target, [write_changes(dynamodb, source, 1000)]))
 
     assert_matches(("table-source", "dynamodb-streams-source"), logs["source"], frozenset({"dynamodb:UpdateTable"}))
     assert_matches(("table-target",), logs["target"], TARGET_CREATED)
@@ -105,7 +105,7 @@ def test_kinesis_replication(logs, dynamodb, kinesis, table_name, tmp_path, spar
         "checkpointLocation": str(tmp_path / "checkpoint"),
     })  # fmt: skip
 
-    result = run(config, spark, until_converged(dynamodb, source, target, [write_changes(dynamodb, source, 1000)]))
+    run(config, spark, until_converged(dynamodb, source, target, [write_changes(dynamodb, source, 1000)]))
 
     enabled = frozenset({"dynamodb:EnableKinesisStreamingDestination"})
     assert_matches(("table-source", "kinesis-source"), logs["source"], enabled)
@@ -142,7 +142,7 @@ def test_export_import_chained_with_the_live_tables_stream(logs, dynamodb, s3, t
         "checkpointLocation": str(tmp_path / "checkpoint"),
     })  # fmt: skip
 
-    result = run(config, spark, until_converged(dynamodb, live, target, [write_changes(dynamodb, live, 1000)]))
+    run(config, spark, until_converged(dynamodb, live, target, [write_changes(dynamodb, live, 1000)]))
 
     assert_matches(("export-import-source",), logs["source"])
     assert_matches(("dynamodb-streams-source", "chained-stream-source"), logs["live"])
