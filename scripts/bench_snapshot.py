@@ -35,7 +35,15 @@ Client CPU never includes the emulator (a process of its own, outside every copy
 Peak RSS of (c), from the same samples: driver JVM, Python driver, Python workers (pyspark.daemon and its
 forks summed, the pages they share counted in each).
 
-moto's Scan walks the whole table for every page: the rates describe the emulator, not DynamoDB. The machine
+moto's Scan walks the whole table for every page: the rates describe the emulator, not DynamoDB. So a second
+mode runs on a fast emulator, dynalite (testsupport/dynalite.py installs it with npm on first use):
+
+    .venv/bin/python scripts/bench_snapshot.py --emulator dynalite [--items 300000] [--small-items 100000]
+
+There (b) and (c) copy two tables, of --small-items and --items items, without the proxy (a relay in Python would
+cap the rate), (c) timed by the job's own snapshot seconds; (v) validates the larger copy. dynalite's own CPU
+during each copy, read from /proc, gives its cost per item and the rate one core of it allows (its limit, in place
+of (a)); the two sizes split the migrator's client CPU into a fixed part and a marginal part per item. The machine
 may be shared: load averages are printed. Ctrl+C or SIGTERM stops the job, the proxy and the emulator (exit 130).
 """
 
@@ -73,6 +81,8 @@ from botocore.config import Config  # noqa: E402
 
 from migrator.items import item_size_bytes, to_dynamodb_json  # noqa: E402
 from migrator.spark import LOCAL_DRIVER_JAVA_OPTIONS  # noqa: E402
+from testsupport.dynalite import VERSION as DYNALITE_VERSION  # noqa: E402
+from testsupport.dynalite import DynaliteProcess  # noqa: E402
 from testsupport.emulator import EmulatorProcess  # noqa: E402
 from testsupport.faultproxy import FaultProxy  # noqa: E402
 from testsupport.s3_exports import DYNAMODB_JSON, ION, DataFileSpec, create_bucket, dynamodb_numbers, full_lines  # noqa: E402
@@ -108,6 +118,7 @@ class Copy:
     workers_sampled: bool = True  # (c) only: False when no CPU of a forked Python worker was sampled
     peak_rss: dict[str, int] = field(default_factory=dict)  # (c) only: bytes per kind of process
     target: str = ""  # the table a copy wrote
+    emulator_cpu: float = 0.0  # on a fast emulator: its CPU-seconds during the copy (verification excluded)
 
 
 # --- DynamoDB helpers -----------------------------------------------------------------------------------
@@ -207,8 +218,11 @@ def copy_limit(client, source: Source, threads: int) -> Copy:
     return copy
 
 
-def copy_plain(client, source: Source) -> Copy:
-    """(b) A plain boto3 copy: one thread, paginated Scan, BatchWriteItem of 25."""
+def copy_plain(client, source: Source, emulator_cpu=None) -> Copy:
+    """(b) A plain boto3 copy: one thread, paginated Scan, BatchWriteItem of 25.
+
+    With `emulator_cpu` (a fast emulator's CPU-seconds so far), the emulator's CPU during the copy is kept.
+    """
     how = "1 thread: paginated Scan, BatchWriteItem of 25"
     print(f"\n(b) plain boto3: {how} ...")
     target = new_table(client, "bench-b")
@@ -218,34 +232,57 @@ def copy_plain(client, source: Source) -> Copy:
             for i in range(0, len(page["Items"]), 25):
                 write_batch(client, target, page["Items"][i : i + 25])
 
+    emulator0 = emulator_cpu() if emulator_cpu else 0.0
     copy = measure(how, work)
+    copy.window_seconds, copy.target = copy.seconds, target
+    if emulator_cpu:
+        copy.emulator_cpu = emulator_cpu() - emulator0
+        print(f"    emulator CPU {copy.emulator_cpu:.1f} s")
     verify(client, copy, target, source)
     return copy
 
 
-def copy_migrator(client, emulator_url: str, source: Source, segments: int | None, workdir: Path) -> Copy:
-    """(c) The migrator as a user runs it; a proxy that injects no faults timestamps its requests."""
+def copy_migrator(client, emulator_url: str, source: Source, segments: int | None, workdir: Path,
+                  emulator_cpu=None) -> Copy:
+    """(c) The migrator as a user runs it; a proxy that injects no faults timestamps its requests.
+
+    With `emulator_cpu` (a fast emulator's CPU-seconds so far), no proxy: a relay in Python would cap a fast
+    emulator's rate and share its cores, so the window is the job's own snapshot seconds (planned to complete),
+    and the emulator's CPU during the job is kept.
+    """
     print(f"\n(c) migrator: spark-submit --master {MASTER} jobs/migrate.py ...")
-    target, job = f"bench-c-{uuid.uuid4().hex[:8]}", Job(workdir / "job.log")
-    with FaultProxy(emulator_url, fault_rate=0.0, record=True, clock=time.monotonic) as proxy:
-        command = spark_submit(write_config(workdir, proxy.endpoint_url, source.table, target, segments))
+    target, job = f"bench-c-{uuid.uuid4().hex[:8]}", Job(workdir / f"job-{source.table}.log")
+    with contextlib.ExitStack() as stack:
+        proxy = None if emulator_cpu else stack.enter_context(
+            FaultProxy(emulator_url, fault_rate=0.0, record=True, clock=time.monotonic))
+        endpoint_url = proxy.endpoint_url if proxy else emulator_url
+        command = spark_submit(write_config(workdir, endpoint_url, source.table, target, segments))
         print(f"    {shlex.join(command)}")
+        emulator0 = emulator_cpu() if emulator_cpu else 0.0
         rusage0, launched = children_cpu(), time.monotonic()
         exit_code = job.run(command)
         exited, rusage = time.monotonic(), children_cpu() - rusage0
-        requests = proxy.recorded  # (operation, body, arrived, answered)
-    first_scan = min((r[2] for r in requests if r[0] == "Scan"), default=exited)
-    last_write = max((r[3] for r in requests if r[0] == "BatchWriteItem"), default=exited)
+        emulator_seconds = emulator_cpu() - emulator0 if emulator_cpu else 0.0
+        requests = proxy.recorded if proxy else []  # (operation, body, arrived, answered)
     log = job.log_path.read_text(errors="replace").splitlines()
+    if proxy:
+        first_scan = min((r[2] for r in requests if r[0] == "Scan"), default=exited)
+        last_write = max((r[3] for r in requests if r[0] == "BatchWriteItem"), default=exited)
+        window, where = max(last_write - first_scan, 0.0), "first Scan → last write"
+        placed = f", from {first_scan - launched:.1f} s after launch to {exited - last_write:.1f} s before exit"
+    else:
+        reported = next((line.split()[-1] for line in log if line.startswith("  seconds:")), "0")
+        window, where, placed = float(reported.replace(",", "")), "the job's snapshot seconds", ""
     plan = next((line.partition("snapshot plan: ")[2] for line in log if "snapshot plan: " in line), "?")
     copy = Copy(f"spark-submit --master {MASTER}; {', '.join(plan.split(', ')[:2])}", exited - launched,
-                rusage + job.kernel_reaped_worker_cpu(), window_seconds=max(last_write - first_scan, 0.0),
-                peak_rss=job.peak_rss, workers_sampled=job.kernel_reaped_worker_cpu() > 0, target=target)
+                rusage + job.kernel_reaped_worker_cpu(), window_seconds=window, peak_rss=job.peak_rss,
+                workers_sampled=job.kernel_reaped_worker_cpu() > 0, target=target, emulator_cpu=emulator_seconds)
     print(f"    plan: {plan}")
-    print(f"    launch → exit {copy.seconds:.1f} s; first Scan → last write {copy.window_seconds:.1f} s, "
-          f"from {first_scan - launched:.1f} s after launch to {exited - last_write:.1f} s before exit")
+    print(f"    launch → exit {copy.seconds:.1f} s; {where} {copy.window_seconds:.1f} s{placed}")
     print(f"    client CPU {copy.client_cpu:.1f} s = {rusage:.1f} s waited for (RUSAGE_CHILDREN; {len(job.reaped)} "
           f"orphans waited for here) + {job.kernel_reaped_worker_cpu():.1f} s of workers the kernel reaped (sampled)")
+    if emulator_cpu:
+        print(f"    emulator CPU {emulator_seconds:.1f} s")
     print(f"    peak RSS: {', '.join(f'{kind} {mib(size)}' for kind, size in job.peak_rss.items())}")
     if exit_code != 0:
         copy.check = f"the job exited with code {exit_code}; its log ends:\n    " + "\n    ".join(log[-40:])
@@ -523,6 +560,10 @@ def reproduce_command(args: argparse.Namespace) -> str:
     flags = f"--items {args.items} --payload-bytes {args.payload_bytes} --limit-threads {args.limit_threads}"
     segments = f" --segments {args.segments}" if args.segments else ""
     imports = " --no-imports" if args.no_imports else f" --export-files {args.export_files}"
+    if args.emulator == "dynalite":
+        flags = f"--emulator dynalite --items {args.items} --small-items {args.small_items} " \
+                f"--payload-bytes {args.payload_bytes}"
+        imports = ""
     return f"cd {REPO} && {python} scripts/bench_snapshot.py {flags}{segments}{imports}"
 
 
@@ -610,6 +651,74 @@ def report(args: argparse.Namespace, facts: dict[str, str], source: Source, a: C
               f"| {cpu_10k} | {peak} |")
 
 
+# --- On a fast emulator (dynalite) -------------------------------------------------------------------------
+def benchmark_fast(args: argparse.Namespace, dynalite: DynaliteProcess, workdir: Path) -> int:
+    """On dynalite: (b) and (c) at two table sizes, (v) on the larger copy; the emulator's CPU from /proc.
+
+    dynalite answers on one core (node), so 1 / (its CPU per copied item) is the most any client can copy per
+    second; two sizes split the migrator's client CPU into a fixed part and a marginal part per item.
+    """
+    facts = print_header(args)
+    dynalite.start()
+    print(f"emulator:  dynalite {DYNALITE_VERSION} at {dynalite.endpoint_url} (pid {dynalite.pid})")
+    client = dynamodb(dynalite.endpoint_url)
+    sources = [seed_source(client, n, args.payload_bytes) for n in (args.small_items, args.items)]
+    plain = [copy_plain(client, source, dynalite.cpu_seconds) for source in sources]
+    copies = [copy_migrator(client, dynalite.endpoint_url, source, args.segments, workdir, dynalite.cpu_seconds)
+              for source in sources]  # fmt: skip
+    v = validate_copy(dynalite.endpoint_url, sources[1], copies[1], args.segments, workdir)
+    report_fast(args, facts, sources, plain, copies, v)
+    return 0 if all(copy.ok for copy in (*plain, *copies, v)) else 1
+
+
+def split_cpu(sizes: tuple[int, int], copies: list[Copy]) -> tuple[float, float]:
+    """(fixed CPU-seconds, marginal µs per item) of a straight line through two copies' client CPU."""
+    marginal = (copies[1].client_cpu - copies[0].client_cpu) / (sizes[1] - sizes[0])
+    return copies[0].client_cpu - marginal * sizes[0], marginal * 1e6
+
+
+def report_fast(args: argparse.Namespace, facts: dict[str, str], sources: list[Source], plain: list[Copy],
+                copies: list[Copy], v: Copy) -> None:
+    """The emulator's limit, the migrator's share of it, and client CPU split into fixed and marginal parts."""
+    sizes, load = (args.small_items, args.items), "{:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
+    c, n = copies[1], args.items
+    emulator_us = c.emulator_cpu / n * 1e6
+    limit = 1e6 / emulator_us if emulator_us else 0.0
+    rate = n / c.window_seconds if c.window_seconds else 0.0
+    fixed, marginal = split_cpu(sizes, copies)
+    plain_fixed, plain_marginal = split_cpu(sizes, plain)
+    print(f"\n## Results on dynalite\nemulator CPU per copied item: (c) {emulator_us:.0f} µs at {n:,} items, "
+          f"{copies[0].emulator_cpu / sizes[0] * 1e6:.0f} µs at {sizes[0]:,}; (b) "
+          f"{plain[1].emulator_cpu / n * 1e6:.0f} µs. One core's limit: {limit:,.0f} items/s")
+    print(f"(c) {rate:,.0f} items/s over the job's snapshot seconds ({n / c.seconds:,.0f} from launch to exit): "
+          f"{rate / limit if limit else 0.0:.2f} of the limit; (b) {n / plain[1].seconds:,.0f} items/s")
+    print(f"client CPU of (c): {copies[0].client_cpu:.1f} s at {sizes[0]:,} items, {c.client_cpu:.1f} s at {n:,}: "
+          f"fixed {fixed:.1f} CPU-s, marginal {marginal:.0f} µs per item")
+    print(f"client CPU of (b): marginal {plain_marginal:.0f} µs per item (fixed {plain_fixed:.1f} CPU-s)")
+    print(f"(v) validator of (c)'s copy: {n / v.window_seconds if v.window_seconds else 0.0:,.0f} items compared/s "
+          f"(first Scan → report written), client CPU {v.client_cpu / n * 1e6:.0f} µs per item")
+    goals = [("the copy at >= 0.9 of the emulator's one-core limit", rate >= 0.9 * limit, f"{rate / limit:.2f}"),
+             ("marginal client CPU <= 30 µs per item", marginal <= 30, f"{marginal:.0f} µs"),
+             ("fixed client CPU <= 3 CPU-s", fixed <= 3, f"{fixed:.1f} CPU-s")]  # fmt: skip
+    for goal, met, figure in goals:
+        print(f"goal: {goal}: {'MET' if met else 'NOT MET'} ({figure})")
+    print(f"load average at end (1/5/15 min): {load}")
+    for copy in (*plain, *copies, v):
+        print(f"verified: {copy.check}" if copy.ok else f"FAILED: {copy.how}: {copy.check}")
+    print(f"\n## Markdown\n\nSnapshot copy on dynalite {DYNALITE_VERSION} of {sizes[0]:,} and {n:,} items "
+          f"({sources[1].mean_item_bytes:,.0f} bytes on average); {facts['machine']}; {facts['versions']}; load "
+          f"average {facts['load'].split()[0]} at start, {load.split()[0]} at end. Reproduce: "
+          f"`{reproduce_command(args)}`\n")
+    print("| run | items | seconds | items/s | of the emulator's limit | emulator µs / item | client CPU-s |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for label, runs in (("(b) plain boto3", plain), ("(c) migrator, snapshot seconds", copies)):
+        for size, copy in zip(sizes, runs):
+            per_second = size / copy.window_seconds if copy.window_seconds else 0.0
+            print(f"| {label} | {size:,} | {copy.window_seconds:,.1f} | {per_second:,.0f} | "
+                  f"{per_second / limit if limit else 0.0:.2f} | {copy.emulator_cpu / size * 1e6:.0f} | "
+                  f"{copy.client_cpu:.1f} |")
+
+
 # --- Main -----------------------------------------------------------------------------------------------
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -620,11 +729,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--limit-threads", type=int, default=8, help="Scan segments and write threads of (a)")
     parser.add_argument("--export-files", type=int, default=8, help="data files of each export of (d), (e)")
     parser.add_argument("--no-imports", action="store_true", help="skip (d) and (e), the S3 export imports")
+    parser.add_argument("--emulator", choices=("moto", "dynalite"), default="moto",
+                        help="moto (default), or dynalite: (b) and (c) at two sizes and (v), with the emulator's "
+                        "CPU per item (no S3, so no imports)")
+    parser.add_argument("--small-items", type=int,
+                        help="with dynalite: the smaller table, to split client CPU into fixed and marginal "
+                        "(default: a third of --items)")
     args = parser.parse_args(argv)
     if args.items < 1 or args.payload_bytes < 0 or args.limit_threads < 1 or (args.segments or 1) < 1:
         parser.error("--items, --segments and --limit-threads must be positive, --payload-bytes not negative")
     if args.export_files < 1:
         parser.error("--export-files must be positive")
+    args.small_items = args.small_items or max(args.items // 3, 1)
+    if args.emulator == "dynalite" and not 0 < args.small_items < args.items:
+        parser.error("--small-items must be positive and below --items")
     return args
 
 
@@ -663,8 +781,11 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signum, interrupt)
     if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         sys.exit("needs Linux: prctl(PR_SET_CHILD_SUBREAPER) failed")
-    workdir, emulator = Path(tempfile.mkdtemp(prefix="bench-snapshot-")), EmulatorProcess()
+    workdir = Path(tempfile.mkdtemp(prefix="bench-snapshot-"))
+    emulator = DynaliteProcess() if args.emulator == "dynalite" else EmulatorProcess()
     try:
+        if args.emulator == "dynalite":
+            return benchmark_fast(args, emulator, workdir)
         return benchmark(args, emulator, workdir)
     except KeyboardInterrupt:
         print("\ninterrupted: stopping what the benchmark started", file=sys.stderr)
