@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import json
-import math
 from decimal import Decimal, InvalidOperation
 from typing import Any, Mapping
 
@@ -28,30 +27,42 @@ def item_size_bytes(item: Mapping[str, Mapping[str, Any]]) -> int:
     Names count their UTF-8 bytes; values follow the Developer Guide's "Item sizes and
     formats": strings by UTF-8 bytes, numbers by about one byte per two significant
     digits plus one, binary by length, containers 3 bytes plus 1 per element.
+
+    Every item the snapshot writes is sized (its write units), so these functions are written
+    for speed: plain loops, the common kinds tested first (docs/benchmarks.md).
     """
-    return sum(len(name.encode("utf-8")) + _value_size(value) for name, value in item.items())
+    size = 0
+    for name, value in item.items():
+        size += len(name.encode("utf-8")) + _value_size(value)
+    return size
 
 
 def _value_size(value: Mapping[str, Any]) -> int:
-    (kind, payload), = value.items()
+    ((kind, payload),) = value.items()
     if kind == "S":
         return len(payload.encode("utf-8"))
     if kind == "N":
         return _number_size(payload)
+    if kind == "M":
+        size = 3
+        for name, inner in payload.items():
+            size += 1 + len(name.encode("utf-8")) + _value_size(inner)
+        return size
+    if kind == "L":
+        size = 3
+        for inner in payload:
+            size += 1 + _value_size(inner)
+        return size
     if kind == "B":
         return _binary_size(payload)
     if kind in ("BOOL", "NULL"):
         return 1
     if kind == "SS":
-        return sum(len(s.encode("utf-8")) for s in payload)
+        return sum([len(s.encode("utf-8")) for s in payload])
     if kind == "NS":
-        return sum(_number_size(n) for n in payload)
+        return sum([_number_size(n) for n in payload])
     if kind == "BS":
-        return sum(_binary_size(b) for b in payload)
-    if kind == "L":
-        return 3 + sum(1 + _value_size(v) for v in payload)
-    if kind == "M":
-        return 3 + sum(1 + len(k.encode("utf-8")) + _value_size(v) for k, v in payload.items())
+        return sum([_binary_size(b) for b in payload])
     raise ValueError(f"unknown DynamoDB attribute type {kind!r}")
 
 
@@ -63,8 +74,12 @@ def _binary_size(payload: bytes | str) -> int:
 
 
 def _number_size(number: str) -> int:
-    digits = number.lstrip("+-").replace(".", "").split("e")[0].split("E")[0].strip("0")
-    return math.ceil(max(len(digits), 1) / 2) + 1
+    """Its significant digits (leading and trailing zeros dropped), two to a byte, plus one byte."""
+    if number.isdigit():  # the common case: a plain non-negative integer
+        digits = number.strip("0")
+    else:
+        digits = number.lstrip("+-").replace(".", "").split("e")[0].split("E")[0].strip("0")
+    return (max(len(digits), 1) + 1) // 2 + 1
 
 
 def rename_attributes(item: Item, renames: Mapping[str, str], key_names: tuple[str, ...] = ()) -> Item:

@@ -96,7 +96,8 @@ class BatchWriter:
 
     def _send(self, requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """One BatchWriteItem; returns the requests DynamoDB left unprocessed."""
-        estimate = float(sum(_request_units(r) for r in requests))
+        units_each = [_request_units(r) for r in requests]  # sized once: the estimate and, unreported, the cost
+        estimate = float(sum(units_each))
         self._limiter.acquire(estimate)
         call: dict[str, Any] = {"RequestItems": {self._table: requests}}
         if self._report_capacity:
@@ -104,7 +105,7 @@ class BatchWriter:
         with translated("writing to", f"target table {self._table!r}"):
             response = self._client.batch_write_item(**call)
         unprocessed = response.get("UnprocessedItems", {}).get(self._table, [])
-        units = _write_units(response if self._report_capacity else {}, requests, unprocessed)
+        units = _write_units(response if self._report_capacity else {}, units_each, unprocessed)
         self._limiter.settle(units - estimate)
         self._counters.requests += 1
         self._counters.retries += retries_of(response)
@@ -112,8 +113,8 @@ class BatchWriter:
         return unprocessed
 
 
-def _write_units(response: dict[str, Any], sent: list[dict[str, Any]], unprocessed: list) -> float:
-    """Reported capacity, or one unit per started KB of each written item.
+def _write_units(response: dict[str, Any], units_each: list[int], unprocessed: list) -> float:
+    """Reported capacity, or one unit per started KB of each written item (`units_each`: of each request sent).
 
     Callers pass an empty response when capacity was not asked for: some endpoints
     (moto among them) report a figure anyway that does not follow DynamoDB's rules.
@@ -121,8 +122,8 @@ def _write_units(response: dict[str, Any], sent: list[dict[str, Any]], unprocess
     consumed = response.get("ConsumedCapacity")
     if consumed:
         return float(sum(entry.get("CapacityUnits", 0) for entry in consumed))
-    written = sent[: len(sent) - len(unprocessed)] if unprocessed else sent
-    return float(sum(_request_units(r) for r in written))
+    written = units_each[: len(units_each) - len(unprocessed)] if unprocessed else units_each
+    return float(sum(written))
 
 
 def _request_units(request: dict[str, Any]) -> int:

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
+import math
 import pickle
+import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from migrator.errors import RenameCollision
 from migrator.items import (
@@ -113,6 +118,59 @@ def test_item_size_is_the_sum_of_its_attributes():
 
 def test_all_types_item_has_a_size():
     assert item_size_bytes(ALL_TYPES_ITEM) > 0
+
+
+def _reference_size(value) -> int:
+    """The Developer Guide's rules, written plainly: the spec the fast `item_size_bytes` must match."""
+    (kind, payload), = value.items()
+    utf8 = lambda text: len(text.encode("utf-8"))  # noqa: E731
+    binary = lambda b: len(base64.b64decode(b)) if isinstance(b, str) else len(b)  # noqa: E731
+
+    def number(text: str) -> int:
+        mantissa = re.split("[eE]", text.lstrip("+-"))[0].replace(".", "").strip("0")
+        return math.ceil(max(len(mantissa), 1) / 2) + 1
+
+    sizes = {
+        "S": lambda: utf8(payload), "N": lambda: number(payload), "B": lambda: binary(payload),
+        "BOOL": lambda: 1, "NULL": lambda: 1,
+        "SS": lambda: sum(map(utf8, payload)), "NS": lambda: sum(map(number, payload)),
+        "BS": lambda: sum(map(binary, payload)),
+        "L": lambda: 3 + sum(1 + _reference_size(v) for v in payload),
+        "M": lambda: 3 + sum(1 + utf8(k) + _reference_size(v) for k, v in payload.items()),
+    }  # fmt: skip
+    return sizes[kind]()
+
+
+_numbers = st.one_of(
+    st.integers(-(10**38), 10**38).map(str),
+    st.decimals(allow_nan=False, allow_infinity=False, places=None).map(str),
+    st.from_regex(r"\A-?[1-9](\.[0-9]{1,10})?[eE][+-]?[0-9]{1,3}\Z"),
+)
+_scalars = st.one_of(
+    st.builds(lambda s: {"S": s}, st.text(max_size=8)),
+    st.builds(lambda n: {"N": n}, _numbers),
+    st.builds(lambda b: {"B": base64.b64encode(b).decode()}, st.binary(max_size=8)),  # as wire JSON holds it
+    st.builds(lambda b: {"B": b}, st.binary(max_size=8)),  # as boto3 holds it
+    st.builds(lambda b: {"BOOL": b}, st.booleans()),
+    st.just({"NULL": True}),
+    st.builds(lambda s: {"SS": sorted(s)}, st.sets(st.text(max_size=4), min_size=1, max_size=4)),
+    st.builds(lambda s: {"NS": s}, st.lists(_numbers, min_size=1, max_size=4)),
+    st.builds(lambda s: {"BS": sorted(s)}, st.sets(st.binary(max_size=4), min_size=1, max_size=4)),
+)
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.one_of(
+        st.builds(lambda v: {"L": v}, st.lists(inner, max_size=4)),
+        st.builds(lambda m: {"M": m}, st.dictionaries(st.text(max_size=4), inner, max_size=4)),
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300)
+@given(st.dictionaries(st.text(min_size=1, max_size=6), _values, max_size=6))
+def test_item_size_follows_the_developer_guide_for_any_item(item):
+    assert item_size_bytes(item) == sum(len(name.encode("utf-8")) + _reference_size(v) for name, v in item.items())
 
 
 def test_unknown_type_is_refused():
