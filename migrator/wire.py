@@ -1,4 +1,5 @@
-"""Scan and BatchWriteItem as raw DynamoDB JSON: the snapshot's data plane, without (de)serialization.
+"""Scan and BatchWriteItem as raw DynamoDB JSON: the snapshot's data plane, without (de)serialization;
+and GetRecords of DynamoDB Streams, which replication's driver calls on every shard at every trigger.
 
 botocore turns every response into Python objects shape by shape and every request back,
 validating each parameter: about 0.3 CPU-seconds per thousand items copied, several times
@@ -42,7 +43,7 @@ from migrator.aws import translate_error, translated
 from migrator.connection import ClientSpec
 from migrator.throttling import THROTTLING_CODES, ThrottledRetry, backoff_seconds
 
-_clients: dict[ClientSpec, "WireClient"] = {}
+_clients: dict[tuple[ClientSpec, str], "WireClient"] = {}
 _clients_lock = threading.Lock()
 
 # Error codes worth another attempt: throttling (retried until the side's give-up time passes
@@ -71,22 +72,23 @@ def parse_without_collector(document: bytes) -> Any:
         gc.enable()
 
 
-def wire_client(spec: ClientSpec) -> "WireClient":
-    """A cached client per process and spec, so tasks on one Python worker share its pool."""
+def wire_client(spec: ClientSpec, service: str = "dynamodb") -> "WireClient":
+    """A cached client per process, spec and service, so tasks on one Python worker share its pool."""
     with _clients_lock:
-        cached = _clients.get(spec)
+        cached = _clients.get((spec, service))
         if cached is None:
-            cached = _clients[spec] = WireClient(spec)
+            cached = _clients[(spec, service)] = WireClient(spec, service)
         return cached
 
 
 class WireClient:
-    """`scan`, `batch_write_item` and `get_item` (keyword requests as boto3's) over HTTP, signed, retried."""
+    """`scan`, `batch_write_item` and `get_item` of DynamoDB, `get_records` of DynamoDB Streams (keyword
+    requests as boto3's) over HTTP, signed, retried."""
 
-    def __init__(self, spec: ClientSpec):
+    def __init__(self, spec: ClientSpec, service: str = "dynamodb"):
         self._spec = spec
         with translated("connecting to", spec.where):
-            self._boto = aws.client(spec)
+            self._boto = aws.client(spec, service)
         # botocore's own signer and HTTP session of that client (attributes of every botocore client,
         # private by name; tests/unit/test_wire_routing.py checks what they produce against boto3's).
         self._signer = self._boto._request_signer
@@ -103,13 +105,19 @@ class WireClient:
     def get_item(self, **request: Any) -> dict[str, Any]:
         return self._call("GetItem", request)
 
-    def _call(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
+    def get_records(self, **request: Any) -> dict[str, Any]:
+        """DynamoDB Streams' GetRecords. Records as the wire sends them (binary as base64, the creation time
+        in epoch seconds); an error that is not retried raises botocore's `ClientError`, as boto3's call
+        would, since what it means (an expired iterator, trimmed records, a shard gone) is the caller's."""
+        return self._call("GetRecords", request, client_errors=True)
+
+    def _call(self, operation: str, request: dict[str, Any], client_errors: bool = False) -> dict[str, Any]:
         body = json.dumps(request, separators=(",", ":")).encode("utf-8")
         route = self._route(operation, request)
         failures = 0  # transient failures other than throttling
         throttled: ThrottledRetry | None = None
         while True:
-            response, transient = self._attempt(operation, route, body)
+            response, transient = self._attempt(operation, route, body, client_errors)
             if response is not None:
                 retries = failures + (throttled.retries if throttled else 0)
                 response.setdefault("ResponseMetadata", {})["RetryAttempts"] = retries
@@ -130,9 +138,10 @@ class WireClient:
         return ThrottledRetry(action, resource, self._spec.label, self._spec.throttling_give_up_seconds)
 
     def _attempt(
-        self, operation: str, route: "_Route", body: bytes
+        self, operation: str, route: "_Route", body: bytes, client_errors: bool = False
     ) -> tuple[dict[str, Any] | None, errors.MigratorError | None]:
-        """(parsed response, None), or (None, the transient error of this attempt); terminal errors raise."""
+        """(parsed response, None), or (None, the transient error of this attempt); terminal errors raise,
+        translated, or as botocore's `ClientError` with `client_errors`."""
         prepared = self._signed(operation, route, body)
         try:
             response = self._http.send(prepared)
@@ -144,6 +153,8 @@ class WireClient:
         code = error.response["Error"]["Code"]
         if code in RETRYABLE_CODES or response.status_code >= 500:
             return None, errors.TransientAwsError(operation, prepared.url, f"{code}: retries exhausted", code)
+        if client_errors:
+            raise error
         raise translate_error(error, f"{operation} on", prepared.url)
 
     def prepare(self, operation: str, request: dict[str, Any]) -> AWSPreparedRequest:
@@ -163,8 +174,9 @@ class WireClient:
         return AWSPreparedRequest("POST", route.url, headers, body, stream_output=False)
 
     def _route(self, operation: str, request: dict[str, Any]) -> "_Route":
-        """Where `operation` on the request's table goes: resolved by botocore once per operation and table."""
-        tables = (request["TableName"],) if "TableName" in request else tuple(request["RequestItems"])
+        """Where `operation` on the request's table goes: resolved by botocore once per operation and table
+        (a stream's shard iterator names no table: once per operation)."""
+        tables = (request["TableName"],) if "TableName" in request else tuple(request.get("RequestItems", ()))
         key = (operation, tables)
         with self._routes_lock:  # held while resolving: one hook on the shared client at a time
             route = self._routes.get(key)
@@ -206,7 +218,7 @@ def _resolve_route(boto_client: Any, operation: str, tables: tuple[str, ...]) ->
             built.append(request)
             raise _Built()
 
-    event = f"before-sign.dynamodb.{operation}"
+    event = f"before-sign.{boto_client.meta.service_model.service_id.hyphenize()}.{operation}"
     hook_id = f"migrator-wire-route-{builder}"
     boto_client.meta.events.register_first(event, stop_before_signing, unique_id=hook_id)
     try:
@@ -230,6 +242,8 @@ def _smallest_request(operation: str, tables: tuple[str, ...]) -> dict[str, Any]
     """A valid request of `operation` naming `tables`: the parameters the endpoint rules may read."""
     if operation == "BatchWriteItem":
         return {"RequestItems": {table: [{"PutRequest": {"Item": {}}}] for table in tables}}
+    if operation == "GetRecords":
+        return {"ShardIterator": "route"}
     request: dict[str, Any] = {"TableName": tables[0]}
     if operation == "GetItem":
         request["Key"] = {}

@@ -22,12 +22,11 @@ from migrator.aws import translated
 from migrator.stream.listing import all_pages
 from migrator.stream.reading import Expired, ShardRead, read_pages
 from migrator.stream.shards import Shard
-from migrator.stream.records import VIEW_TYPES_WITH_NEW_IMAGE
+from migrator.stream.records import VIEW_TYPES_WITH_NEW_IMAGE, stream_record_from_json
 
 log = logging.getLogger(__name__)
 
 STREAM_ENABLED_TIMEOUT_SECONDS = 120
-THROTTLE_BACKOFF_SECONDS = (0.2, 0.5, 1.0, 2.0, 4.0)  # LimitExceeded: at most 5 GetRecords/s per shard
 
 
 @dataclass(frozen=True)
@@ -104,6 +103,7 @@ def list_page(streams: Any, arn: str, after_shard: str | None) -> tuple[list[Sha
 
 def read_shard(
     streams: Any,
+    records: Any,
     arn: str,
     shard_id: str,
     after: str | None,
@@ -113,12 +113,15 @@ def read_shard(
     until: str | None = None,
     iterator: str | None = None,
 ) -> ShardRead:
-    """Records of a shard after sequence number `after` (from TRIM_HORIZON when None).
+    """Records of a shard after sequence number `after` (from TRIM_HORIZON when None), as boto3 returns them.
 
-    See `migrator.stream.reading.read_pages` for when reading stops.
+    `streams` (a boto3 client) gets the iterators; `records` (`migrator.wire`'s client for the same
+    endpoint) reads the pages: a trigger calls GetRecords on every shard, and botocore's parsing of a
+    call costs twice the lean client's (docs/benchmarks.md). See `migrator.stream.reading.read_pages`
+    for when reading stops.
     """
     return read_pages(
-        _StreamsApi(streams, arn), sequence_of, shard_id, after,
+        _StreamsApi(streams, records, arn), sequence_of, shard_id, after,
         max_records=max_records, max_calls=max_calls, until=until, iterator=iterator,
     )  # fmt: skip
 
@@ -130,6 +133,7 @@ def sequence_of(record: dict[str, Any]) -> str:
 @dataclass(frozen=True)
 class _StreamsApi:
     streams: Any
+    records: Any
     arn: str
 
     def iterator(self, shard_id: str, after: str | None) -> str | None:
@@ -144,18 +148,15 @@ class _StreamsApi:
             raise _checkpoint_or_translated(exc, shard_id, after, "getting an iterator for") from exc
 
     def page(self, shard_id: str, iterator: str, limit: int) -> dict[str, Any]:
-        for pause in (*THROTTLE_BACKOFF_SECONDS, None):
-            try:
-                return self.streams.get_records(ShardIterator=iterator, Limit=limit)
-            except bx.ClientError as exc:
-                code = exc.response.get("Error", {}).get("Code")
-                if code == "ExpiredIteratorException":
-                    raise Expired() from exc
-                if code == "LimitExceededException" and pause is not None:
-                    time.sleep(pause)
-                    continue
-                raise _checkpoint_or_translated(exc, shard_id, None, "reading") from exc
-        raise AssertionError("unreachable")
+        """One page, records in boto3's form; LimitExceeded (5 calls a second per shard) and 5xx are
+        retried with back-off by the lean client."""
+        try:
+            page = self.records.get_records(ShardIterator=iterator, Limit=limit)
+        except bx.ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ExpiredIteratorException":
+                raise Expired() from exc
+            raise _checkpoint_or_translated(exc, shard_id, None, "reading") from exc
+        return {**page, "Records": [stream_record_from_json(record) for record in page.get("Records", [])]}
 
 
 def _checkpoint_or_translated(exc: bx.ClientError, shard_id: str, after: str | None, action: str):

@@ -20,6 +20,7 @@ from migrator.stream.kinesis_records import from_kinesis_record
 from migrator.stream.reading import ShardRead
 from migrator.stream.records import ChangeRecord, from_dynamodb_stream_record
 from migrator.stream.shards import Shard
+from migrator.wire import wire_client
 
 RANGE_LIMITS = {"max_records": 10**7, "max_calls": 10**5}  # re-reading a planned range: until its end
 
@@ -37,6 +38,9 @@ class DynamoDBStreamsFeed:
     def _client(self):
         return aws.client(self.source, "dynamodbstreams")
 
+    def _records(self):
+        return wire_client(self.source, "dynamodbstreams")
+
     def check_retained(self, shard_id: str, after: str, at_tip: bool, last_arrival: float | None) -> None:
         """Nothing to check: reading after a trimmed record raises TrimmedDataAccessException."""
 
@@ -51,10 +55,12 @@ class DynamoDBStreamsFeed:
         return dynamodb_streams.list_page(self._client(), self.arn, cursor)
 
     def read_new(self, shard_id: str, after: str | None, max_records: int, iterator: str | None) -> ShardRead:
-        return dynamodb_streams.read_shard(self._client(), self.arn, shard_id, after, max_records=max_records, iterator=iterator)
+        return dynamodb_streams.read_shard(
+            self._client(), self._records(), self.arn, shard_id, after, max_records=max_records, iterator=iterator
+        )
 
     def read_range(self, shard_id: str, after: str | None, until: str) -> ShardRead:
-        return dynamodb_streams.read_shard(self._client(), self.arn, shard_id, after, until=until, **RANGE_LIMITS)
+        return dynamodb_streams.read_shard(self._client(), self._records(), self.arn, shard_id, after, until=until, **RANGE_LIMITS)
 
     sequence_of = staticmethod(dynamodb_streams.sequence_of)
 

@@ -7,7 +7,7 @@ endpoints; GovCloud's FIPS host is its usual one), while the signing region and 
 client's `meta.region_name` and the service's signing name. For every environment of
 the matrix (config region, AWS_REGION, profiles, AWS_ENDPOINT_URL*, China, GovCloud, FIPS,
 dual-stack, account-based endpoints), the lean client's URL, signing region and signing name
-must be the oracle's, for Scan, BatchWriteItem and GetItem.
+must be the oracle's, for Scan, BatchWriteItem and GetItem, and for DynamoDB Streams' GetRecords.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ REQUESTS = {  # the smallest request botocore accepts for each operation the lea
     "BatchWriteItem": {"RequestItems": {TABLE: [{"PutRequest": {"Item": {"id": {"S": "1"}}}}]}},
     "GetItem": {"TableName": TABLE, "Key": {"id": {"S": "1"}}},
 }
-METHODS = {"Scan": "scan", "BatchWriteItem": "batch_write_item", "GetItem": "get_item"}
+STREAM_REQUESTS = {"GetRecords": {"ShardIterator": "arn:aws:dynamodb:iterator", "Limit": 1000}}
+METHODS = {"Scan": "scan", "BatchWriteItem": "batch_write_item", "GetItem": "get_item", "GetRecords": "get_records"}
 # SigV4's credential scope: Credential=<key>/<date>/<region>/<service>/aws4_request
 SCOPE = re.compile(r"Credential=[^/]+/\d{8}/(?P<region>[^/]+)/(?P<service>[^/]+)/aws4_request")
 
@@ -125,11 +126,11 @@ def spec_of(case: Environment) -> ClientSpec:
     return ClientSpec(label=f"routing {case.name}", endpoint_url=case.endpoint_url, region=case.region, **keys)
 
 
-def boto3_client_of(case: Environment):
+def boto3_client_of(case: Environment, service: str = "dynamodb"):
     """What a user's own boto3 code builds from the same settings."""
     keys = {"aws_access_key_id": ACCESS_KEY, "aws_secret_access_key": SECRET_KEY} if case.keys_in_config else {}
     session = boto3.session.Session()  # not boto3's default session: it would keep an earlier case's settings
-    return session.client("dynamodb", region_name=case.region, endpoint_url=case.endpoint_url, **keys)
+    return session.client(service, region_name=case.region, endpoint_url=case.endpoint_url, **keys)
 
 
 def boto3_request(client, operation: str):
@@ -138,9 +139,10 @@ def boto3_request(client, operation: str):
     def catch(request, **_):
         raise _Sent(request)
 
-    client.meta.events.register_first(f"before-send.dynamodb.{operation}", catch)
+    service = client.meta.service_model.service_id.hyphenize()
+    client.meta.events.register_first(f"before-send.{service}.{operation}", catch)
     with pytest.raises(_Sent) as sent:
-        getattr(client, METHODS[operation])(**REQUESTS[operation])
+        getattr(client, METHODS[operation])(**{**REQUESTS, **STREAM_REQUESTS}[operation])
     return sent.value.request
 
 
@@ -170,6 +172,18 @@ def test_lean_client_sends_where_boto3_sends(environment: Environment):
         assert (operation, where(sent.url)) == (operation, where(expected.url))
         assert (operation, scope_of(sent.headers)) == (operation, scope_of(expected.headers))
         assert scope_of(expected.headers) == (oracle.meta.region_name, oracle.meta.service_model.signing_name)
+
+
+@pytest.mark.parametrize("environment", ENVIRONMENTS, ids=[case.name for case in ENVIRONMENTS], indirect=True)
+def test_lean_stream_reads_go_where_boto3_sends_them(environment: Environment):
+    oracle = boto3_client_of(environment, "dynamodbstreams")
+    lean = WireClient(spec_of(environment), "dynamodbstreams")
+    expected = boto3_request(oracle, "GetRecords")
+    sent = lean.prepare("GetRecords", STREAM_REQUESTS["GetRecords"])
+    assert where(sent.url) == where(expected.url)
+    assert scope_of(sent.headers) == scope_of(expected.headers)
+    assert scope_of(expected.headers) == (oracle.meta.region_name, oracle.meta.service_model.signing_name)
+    assert sent.headers["X-Amz-Target"] == expected.headers["X-Amz-Target"].decode()
 
 
 NOWHERE = Environment("no region anywhere", "")
