@@ -205,7 +205,7 @@ def drive(run: Run, reader: ChangesReader, seconds: float) -> None:
         for partition in planned:
             records = partition.value.records or []
             run.records += len(records)
-            run.lags += [now - r["dynamodb"]["ApproximateCreationDateTime"].timestamp() for r in records]
+            run.lags += [now - float(r["dynamodb"]["ApproximateCreationDateTime"]) for r in records]  # epoch seconds
         start = end
         time.sleep(max(0.0, TRIGGER_SECONDS - (time.monotonic() - trigger)))
     run.seconds = time.monotonic() - began

@@ -113,7 +113,8 @@ def read_shard(
     until: str | None = None,
     iterator: str | None = None,
 ) -> ShardRead:
-    """Records of a shard after sequence number `after` (from TRIM_HORIZON when None), as boto3 returns them.
+    """Records of a shard after sequence number `after` (from TRIM_HORIZON when None): keys and images as
+    boto3 returns them (binary as bytes), the creation time as the wire's epoch seconds.
 
     `streams` (a boto3 client) gets the iterators; `records` (`migrator.wire`'s client for the same
     endpoint) reads the pages: a trigger calls GetRecords on every shard, and botocore's parsing of a
