@@ -1,0 +1,88 @@
+"""notebooks/migrate-on-localstack.ipynb run end to end, cell by cell, so it never rots.
+
+The notebook runs in a Jupyter kernel of this test's Python (the venv's, which has the migrator,
+ipykernel and localstack-client), against the embedded emulator it starts and stops itself
+(`LOCALSTACK_ENDPOINT=embedded`), with its own Spark session: the test shares no emulator, no
+session and no Jupyter settings with it, only what the notebook says it reads.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOK = ROOT / "notebooks" / "migrate-on-localstack.ipynb"
+KERNEL = "dynamodb-migrator-venv"
+NOTEBOOK_SECONDS = 120  # the whole run; the notebook takes about a minute
+SEEDED = 24  # the items the notebook seeds; its changes put one and delete one
+
+
+@pytest.fixture
+def own_jupyter(tmp_path, monkeypatch):
+    """A kernel spec running this Python with ipykernel, and Jupyter's and IPython's folders, all under tmp_path."""
+    spec = tmp_path / "jupyter" / "kernels" / KERNEL
+    spec.mkdir(parents=True)
+    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": KERNEL, "language": "python"}))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))  # no user profile's startup files
+    monkeypatch.setenv("LOCALSTACK_ENDPOINT", "embedded")
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)  # the suite's LocalStack, when set, is not the notebook's
+    return KERNEL
+
+
+def run_notebook(kernel: str) -> nbformat.NotebookNode:
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    client = NotebookClient(
+        notebook, kernel_name=kernel, timeout=NOTEBOOK_SECONDS, resources={"metadata": {"path": str(NOTEBOOK.parent)}}
+    )
+    client.execute()  # raises CellExecutionError, with the cell's traceback, when a cell fails
+    return notebook
+
+
+def printed(cell: nbformat.NotebookNode) -> str:
+    return "".join(output.get("text", "") for output in cell.outputs if output.output_type == "stream")
+
+
+def cell_reading(notebook: nbformat.NotebookNode, text: str) -> nbformat.NotebookNode:
+    return next(cell for cell in notebook.cells if cell.cell_type == "code" and text in cell.source)
+
+
+@pytest.mark.timeout(NOTEBOOK_SECONDS + 60)  # the kernel's start and stop on top
+def test_the_notebook_migrates_replicates_and_validates(own_jupyter):
+    notebook = run_notebook(own_jupyter)
+
+    outcome_cell = next(cell for cell in notebook.cells if "outcome" in cell.metadata.get("tags", []))
+    outcome = json.loads(printed(outcome_cell))
+    assert outcome["endpoint"] == "the embedded emulator"
+    assert (outcome["validation"], outcome["exitCode"]) == ("equal", 0)
+    assert outcome["sourceItems"] == outcome["targetItems"] == SEEDED
+    assert outcome["changesReplicated"] >= 3  # a put, an update, a delete, made after the copy
+    assert outcome["newItem"] == {
+        "pk": {"S": "new"}, "sk": {"N": "100"}, "amount": {"N": "-98765432109876543210987654321098765432"},
+        "note": {"S": "written while replicating"},
+    }  # fmt: skip
+    assert outcome["deletedGone"] is True
+
+    shown = printed(cell_reading(notebook, "copied.sort("))
+    lines = {line.split()[0]: line for line in shown.splitlines() if line and not line.startswith("...")}
+    assert "amount=N 12345678901234567890123456789012345678" in lines["big-number"]
+    assert 'tags=SS ["blue", "green", "ü", "🚀"]' in lines["sets"]  # the update replicated
+    assert 'blobs=BS ["/w==", "AAE="]' in lines["sets"]
+    assert "payload=B AAEC/f7/" in lines["binary"]
+    assert '"lines": {"L": [{"S": "floor 2"}, {"N": "42"}, {"M": {"deep": {"BOOL": false}}}]}' in lines["nested"]
+
+
+def test_the_notebook_is_committed_without_outputs():
+    """Outputs of a run hold temporary paths, random table names and timings: they would change at every run."""
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    nbformat.validate(notebook)
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    assert [cell.execution_count for cell in code if cell.outputs or cell.execution_count] == []
