@@ -15,6 +15,9 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+from testsupport.ports import closed_port
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "notebooks" / "migrate-on-localstack.ipynb"
@@ -38,12 +41,13 @@ def own_jupyter(tmp_path, monkeypatch):
     return KERNEL
 
 
-def run_notebook(kernel: str) -> nbformat.NotebookNode:
-    notebook = nbformat.read(NOTEBOOK, as_version=4)
+def run_notebook(kernel: str, notebook: nbformat.NotebookNode | None = None) -> nbformat.NotebookNode:
+    """The notebook executed in its own folder; CellExecutionError, with the cell's traceback, when a cell fails."""
+    notebook = notebook or nbformat.read(NOTEBOOK, as_version=4)
     client = NotebookClient(
         notebook, kernel_name=kernel, timeout=NOTEBOOK_SECONDS, resources={"metadata": {"path": str(NOTEBOOK.parent)}}
     )
-    client.execute()  # raises CellExecutionError, with the cell's traceback, when a cell fails
+    client.execute()
     return notebook
 
 
@@ -78,6 +82,23 @@ def test_the_notebook_migrates_replicates_and_validates(own_jupyter):
     assert 'blobs=BS ["/w==", "AAE="]' in lines["sets"]
     assert "payload=B AAEC/f7/" in lines["binary"]
     assert '"lines": {"L": [{"S": "floor 2"}, {"N": "42"}, {"M": {"deep": {"BOOL": false}}}]}' in lines["nested"]
+
+
+def test_an_endpoint_that_does_not_answer_stops_the_notebook_with_the_way_out(own_jupyter, monkeypatch):
+    endpoint = f"http://127.0.0.1:{closed_port()}"
+    monkeypatch.setenv("LOCALSTACK_ENDPOINT", endpoint)
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+
+    with pytest.raises(CellExecutionError) as failed:
+        run_notebook(own_jupyter, notebook)
+
+    assert (failed.value.ename, failed.value.evalue) == (
+        "RuntimeError",
+        f"nothing answers at {endpoint}: start LocalStack (docker compose up localstack), "
+        "or set LOCALSTACK_ENDPOINT=embedded to use the embedded emulator",
+    )
+    ran = [cell.source.splitlines()[0] for cell in notebook.cells if cell.cell_type == "code" and cell.outputs]
+    assert ran == ["from testsupport.emulator import EmulatorProcess, is_answering"]  # no table, no Spark
 
 
 def test_the_notebook_is_committed_without_outputs():
