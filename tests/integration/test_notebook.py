@@ -75,6 +75,11 @@ def test_the_notebook_migrates_replicates_and_validates(own_jupyter):
     }  # fmt: skip
     assert outcome["deletedGone"] is True
 
+    config = printed(cell_reading(notebook, "loaded.redacted_raw"))
+    assert config.count("secretKey: <redacted>") == 2
+    everything = "".join(printed(cell) for cell in notebook.cells if cell.cell_type == "code")
+    assert "accessKey: test" not in everything and "secretKey: test" not in everything
+
     shown = printed(cell_reading(notebook, "copied.sort("))
     lines = {line.split()[0]: line for line in shown.splitlines() if line and not line.startswith("...")}
     assert "amount=N 12345678901234567890123456789012345678" in lines["big-number"]
