@@ -22,7 +22,7 @@ from testsupport.ports import closed_port
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "notebooks" / "migrate-on-localstack.ipynb"
 KERNEL = "dynamodb-migrator-venv"
-NOTEBOOK_SECONDS = 120  # the whole run; the notebook takes about a minute
+NOTEBOOK_SECONDS = 120  # the whole run, the kernel's start and stop included; it takes under a minute
 SEEDED = 24  # the items the notebook seeds; its changes put one and delete one
 
 
@@ -44,7 +44,7 @@ def own_jupyter(tmp_path, monkeypatch):
 def run_notebook(kernel: str, notebook: nbformat.NotebookNode | None = None) -> nbformat.NotebookNode:
     """The notebook executed in its own folder; CellExecutionError, with the cell's traceback, when a cell fails."""
     notebook = notebook or nbformat.read(NOTEBOOK, as_version=4)
-    client = NotebookClient(
+    client = NotebookClient(  # a cell's timeout: the test's own, above, binds first
         notebook, kernel_name=kernel, timeout=NOTEBOOK_SECONDS, resources={"metadata": {"path": str(NOTEBOOK.parent)}}
     )
     client.execute()
@@ -59,7 +59,7 @@ def cell_reading(notebook: nbformat.NotebookNode, text: str) -> nbformat.Noteboo
     return next(cell for cell in notebook.cells if cell.cell_type == "code" and text in cell.source)
 
 
-@pytest.mark.timeout(NOTEBOOK_SECONDS + 60)  # the kernel's start and stop on top
+@pytest.mark.timeout(NOTEBOOK_SECONDS)
 def test_the_notebook_migrates_replicates_and_validates(own_jupyter):
     notebook = run_notebook(own_jupyter)
 
