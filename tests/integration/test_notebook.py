@@ -17,12 +17,14 @@ import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
+from testsupport.emulator import is_answering
 from testsupport.ports import closed_port
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "notebooks" / "migrate-on-localstack.ipynb"
 KERNEL = "dynamodb-migrator-venv"
 NOTEBOOK_SECONDS = 120  # the whole run, the kernel's start and stop included; it takes under a minute
+ENDPOINT_CELL = "from testsupport.emulator import EmulatorProcess, is_answering"
 SEEDED = 24  # the items the notebook seeds; its changes put one and delete one
 
 
@@ -49,6 +51,14 @@ def run_notebook(kernel: str, notebook: nbformat.NotebookNode | None = None) -> 
     )
     client.execute()
     return notebook
+
+
+def run_until_the_endpoint(kernel: str) -> str:
+    """The notebook's cells up to the one choosing the endpoint, run; what that cell printed."""
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    choosing = notebook.cells.index(cell_reading(notebook, ENDPOINT_CELL))
+    notebook.cells = notebook.cells[: choosing + 1]
+    return printed(run_notebook(kernel, notebook).cells[-1])
 
 
 def printed(cell: nbformat.NotebookNode) -> str:
@@ -103,7 +113,24 @@ def test_an_endpoint_that_does_not_answer_stops_the_notebook_with_the_way_out(ow
         "or set LOCALSTACK_ENDPOINT=embedded to use the embedded emulator",
     )
     ran = [cell.source.splitlines()[0] for cell in notebook.cells if cell.cell_type == "code" and cell.outputs]
-    assert ran == ["from testsupport.emulator import EmulatorProcess, is_answering"]  # no table, no Spark
+    assert ran == [ENDPOINT_CELL]  # no table, no Spark
+
+
+@pytest.mark.parametrize("variable", ["LOCALSTACK_ENDPOINT", "AWS_ENDPOINT_URL"])
+def test_an_endpoint_the_environment_names_is_used_as_it_is(own_jupyter, monkeypatch, endpoint_url, variable):
+    monkeypatch.delenv("LOCALSTACK_ENDPOINT")
+    monkeypatch.setenv(variable, endpoint_url)
+
+    assert run_until_the_endpoint(own_jupyter) == f"AWS APIs at {endpoint_url} (the endpoint the environment names)\n"
+
+
+def test_the_embedded_emulator_stops_with_the_kernel_when_no_cleanup_ran(own_jupyter):
+    """As after a failed cell: the notebook's atexit hook stops it, and Jupyter's shutdown interrupts
+    the kernel's process group, the emulator's too (it stops on SIGINT), before that."""
+    line = run_until_the_endpoint(own_jupyter)  # the kernel is shut down when this returns
+
+    assert line.startswith("AWS APIs at http://127.0.0.1:") and line.endswith(" (the embedded emulator)\n")
+    assert not is_answering(line.split()[3])
 
 
 def test_the_notebook_is_committed_without_outputs():
