@@ -1,0 +1,99 @@
+"""Alternator as a target and a source, through local nodes standing for a cluster
+(testsupport.alternator_cluster): requests spread over the live nodes the seed lists, a node
+that goes away is dropped, and Alternator's differences from DynamoDB are handled."""
+
+from __future__ import annotations
+
+import pytest
+
+from testsupport.all_types import assert_same_items
+from testsupport.alternator_cluster import AlternatorCluster
+from testsupport.endpoint import put_items, reaching, scan_all, side
+from testsupport.jobs import run_in_process, write_config
+from testsupport.sample_data import create_sample_table, make_items
+
+pytestmark = pytest.mark.integration
+
+# Three nodes in dc1 (racks r1, r1, r2) and one in dc2; the seed, node 0, is in dc1.
+PLACES = [("dc1", "r1"), ("dc1", "r1"), ("dc1", "r2"), ("dc2", "r1")]
+ITEMS = 3_000
+
+
+def alternator(cluster: AlternatorCluster, table: str, **extra) -> dict:
+    """A `type: alternator` block reaching the cluster's seed; node lists refreshed every 200 ms."""
+    return {"type": "alternator", "table": table, **reaching(cluster.endpoint_url),
+            "activeRefreshIntervalMs": 200, **extra}  # fmt: skip
+
+
+def test_copy_to_alternator_spreads_over_live_nodes_and_drops_a_stopped_one(
+    dynamodb, endpoint_url, spark, table_name, tmp_path
+):
+    """Writes go to the seed datacenter's three nodes (never dc2's), gzipped; node 2 stops after
+    its fifth write (or the few in flight then): later requests go to the others, and the copy is exact."""
+    source, target = table_name("to-alternator"), table_name("to-alternator-copy")
+    create_sample_table(dynamodb, source)
+    put_items(dynamodb, source, make_items(ITEMS))
+    with AlternatorCluster(endpoint_url, PLACES) as cluster:
+        stopped = cluster.stop_after(2, "BatchWriteItem", 5)
+        config = write_config(
+            tmp_path,
+            {"source": side(endpoint_url, source, scanSegments=4),
+             "target": alternator(cluster, target, compression=True)},
+        )  # fmt: skip
+        summary = run_in_process(config, spark)
+        writes = [node["BatchWriteItem"] for node in cluster.requests]
+        discoveries = list(cluster.discoveries)
+        gzip_bodies = cluster.gzip_bodies
+
+    assert stopped.is_set() and 5 <= writes[2] < 5 + 4, writes  # four tasks' writes may be in flight
+    assert writes[0] > 5 and writes[1] > 5 and writes[3] == 0, writes
+    assert gzip_bodies >= sum(writes), (gzip_bodies, writes)  # every batch of 25 sample items is over 1 KB
+    assert discoveries[0] > 1, discoveries  # the list was refreshed from the seed during the copy
+    # Requests sent to the stopped node before the next refresh were retried on another node; once
+    # dropped, it got none: far fewer retries than the third of later writes it would have drawn.
+    assert summary.retries < (writes[0] + writes[1]) / 6, (summary.retries, writes)
+    assert summary.written == summary.scanned == ITEMS
+    assert_same_items(make_items(ITEMS), scan_all(dynamodb, target))
+
+
+def test_alternator_source_scans_the_rack_it_is_given(dynamodb, endpoint_url, spark, table_name, tmp_path):
+    """A source in dc1's rack r1: its Scans spread over nodes 0 and 1, the rack's two nodes, only."""
+    source, target = table_name("from-alternator"), table_name("from-alternator-copy")
+    create_sample_table(dynamodb, source)
+    put_items(dynamodb, source, make_items(ITEMS))
+    with AlternatorCluster(endpoint_url, PLACES) as cluster:
+        config = write_config(
+            tmp_path,
+            {"source": alternator(cluster, source, scanSegments=8, datacenter="dc1", rack="r1"),
+             "target": side(endpoint_url, target)},
+        )  # fmt: skip
+        summary = run_in_process(config, spark)
+        scans = [node["Scan"] for node in cluster.requests]
+
+    assert scans[0] > 0 and scans[1] > 0 and scans[2] == scans[3] == 0, scans
+    assert summary.written == summary.scanned == ITEMS
+    assert_same_items(make_items(ITEMS), scan_all(dynamodb, target))
+
+
+def test_alternator_differences_batches_of_100_no_capacity_reported(dynamodb, endpoint_url, spark, table_name, tmp_path):
+    """Nodes that refuse ReturnConsumedCapacity INDEXES and report no ConsumedCapacity, asked for
+    TOTAL (removeConsumedCapacity: false) and sent batches of 100: 200 items of under 1 KB are
+    estimated at 200 WCU, so at 100 WCU × 0.5 with a one-second burst the copy takes 2.5 s or more."""
+    source, target = table_name("alternator-paced"), table_name("alternator-paced-copy")
+    create_sample_table(dynamodb, source)
+    put_items(dynamodb, source, make_items(200, payload_bytes=100))
+    with AlternatorCluster(endpoint_url, PLACES) as cluster:
+        config = write_config(
+            tmp_path,
+            {"source": alternator(cluster, source, scanSegments=1, removeConsumedCapacity=False),
+             "target": alternator(cluster, target, maxItemsPerBatch=100, removeConsumedCapacity=False,
+                                  writeThroughput=100, throughputWritePercent=0.5)},
+        )  # fmt: skip
+        summary = run_in_process(config, spark)
+        asked, stripped, largest = cluster.capacity_asked, cluster.capacity_stripped, cluster.largest_batch
+
+    assert largest == 100
+    assert asked > 0 and stripped > 0, (asked, stripped)  # the Scans' ConsumedCapacity was removed
+    assert summary.seconds >= 2.5 - 0.1
+    assert summary.written == 200
+    assert_same_items(make_items(200, payload_bytes=100), scan_all(dynamodb, target))
