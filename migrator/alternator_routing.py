@@ -25,6 +25,7 @@ from alternator.core.handlers import _QUERY_PLAN_ATTR, _register_alternator_hand
 from alternator.core.live_nodes import SyncLiveNodesManager
 from botocore.hooks import BaseEventHooks
 
+from migrator import errors
 from migrator.connection import AlternatorNodes
 
 USER_AGENT = f"{DEFAULT_USER_AGENT} dynamodb-migrator"
@@ -32,9 +33,19 @@ USER_AGENT = f"{DEFAULT_USER_AGENT} dynamodb-migrator"
 PER_REQUEST_CONTEXT_KEYS = frozenset({_QUERY_PLAN_ATTR})
 
 
-def start_discovery(nodes: AlternatorNodes, connect_timeout_seconds: float) -> SyncLiveNodesManager:
-    """Ask the seed for the live nodes once (the seed alone if it cannot answer), then keep refreshing."""
+def start_discovery(nodes: AlternatorNodes, connect_timeout_seconds: float, label: str) -> SyncLiveNodesManager:
+    """Ask the seed for the live nodes once (the seed alone if it cannot answer), then keep refreshing.
+
+    A datacenter or rack in which the seed lists no node is a config error: nothing could be sent."""
     manager = _create_manager(_library_config(nodes, connect_timeout_seconds))
+    if not manager.nodes:
+        manager.stop()
+        where = f"rack {nodes.rack!r} of datacenter {nodes.datacenter!r}" if nodes.rack else f"datacenter {nodes.datacenter!r}"
+        raise errors.ConfigError(
+            f"{label}.rack" if nodes.rack else f"{label}.datacenter",
+            f"the endpoint lists no live Alternator node in {where} (GET /localnodes): "
+            "check the names against `nodetool status`, or remove the key to use the endpoint's datacenter",
+        )
     manager.start()
     return manager
 

@@ -98,7 +98,7 @@ def _node_manager(spec: ClientSpec, nodes: AlternatorNodes) -> Any:
     (called with `_clients_lock` held)."""
     manager = _node_managers.get(spec)
     if manager is None:
-        manager = _node_managers[spec] = alternator_routing.start_discovery(nodes, spec.connect_timeout_seconds)
+        manager = _node_managers[spec] = alternator_routing.start_discovery(nodes, spec.connect_timeout_seconds, spec.label)
     return manager
 
 

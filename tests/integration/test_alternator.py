@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from migrator.errors import ConfigError
 from testsupport.all_types import assert_same_items
 from testsupport.alternator_cluster import AlternatorCluster
-from testsupport.endpoint import put_items, reaching, scan_all, side
+from testsupport.endpoint import list_tables, put_items, reaching, scan_all, side
 from testsupport.jobs import run_in_process, write_config
 from testsupport.sample_data import create_sample_table, make_items
 
@@ -97,3 +98,23 @@ def test_alternator_differences_batches_of_100_no_capacity_reported(dynamodb, en
     assert summary.seconds >= 2.5 - 0.1
     assert summary.written == 200
     assert_same_items(make_items(200, payload_bytes=100), scan_all(dynamodb, target))
+
+
+def test_a_datacenter_without_nodes_is_one_config_error_before_anything_is_written(
+    dynamodb, endpoint_url, spark, table_name, tmp_path
+):
+    source, target = table_name("no-such-dc"), table_name("no-such-dc-copy")
+    create_sample_table(dynamodb, source)
+    put_items(dynamodb, source, make_items(10))
+    with AlternatorCluster(endpoint_url, PLACES) as cluster:
+        config = write_config(
+            tmp_path,
+            {"source": side(endpoint_url, source), "target": alternator(cluster, target, datacenter="dc9")},
+        )
+        with pytest.raises(ConfigError) as refused:
+            run_in_process(config, spark)
+        served = sum(sum(node.values()) for node in cluster.requests)
+
+    assert refused.value.exit_code == 2 and refused.value.key_path == "target.datacenter"
+    assert "no live Alternator node in datacenter 'dc9'" in str(refused.value) and "\n" not in str(refused.value)
+    assert served == 0 and target not in list_tables(dynamodb)
