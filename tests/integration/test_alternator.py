@@ -4,13 +4,17 @@ that goes away is dropped, and Alternator's differences from DynamoDB are handle
 
 from __future__ import annotations
 
+import json
+import time
+
 import pytest
 
 from migrator.errors import ConfigError
 from testsupport.all_types import assert_same_items
 from testsupport.alternator_cluster import AlternatorCluster
 from testsupport.endpoint import list_tables, put_items, reaching, scan_all, side
-from testsupport.jobs import run_in_process, write_config
+from testsupport.jobs import run_in_process, run_job, write_config
+from testsupport.planted import EXPECTED_SAMPLES, RENAMES, plant
 from testsupport.sample_data import create_sample_table, make_items
 
 pytestmark = pytest.mark.integration
@@ -118,3 +122,30 @@ def test_a_datacenter_without_nodes_is_one_config_error_before_anything_is_writt
     assert refused.value.exit_code == 2 and refused.value.key_path == "target.datacenter"
     assert "no live Alternator node in datacenter 'dc9'" in str(refused.value) and "\n" not in str(refused.value)
     assert served == 0 and target not in list_tables(dynamodb)
+
+
+def test_validation_against_alternator_reads_over_its_nodes(dynamodb, endpoint_url, tmp_path):
+    """The validator's Scans and re-reads of an Alternator target (asked for TOTAL, given no capacity)
+    spread over the nodes, and its report is the one the planted differences give on DynamoDB."""
+    stamp = str(time.time_ns())[-8:]
+    source, target = f"alt-val-src-{stamp}", f"alt-val-dst-{stamp}"
+    plant(dynamodb, source, target)
+    with AlternatorCluster(endpoint_url, PLACES) as cluster:
+        config = write_config(
+            tmp_path,
+            {"source": side(endpoint_url, source, scanSegments=3),
+             "target": alternator(cluster, target, scanSegments=3, removeConsumedCapacity=False),
+             "renames": [{"from": k, "to": v} for k, v in RENAMES.items()]},
+        )  # fmt: skip
+        report = tmp_path / "report.json"
+        result = run_job(config, spark_submit=True, job="validate.py", args=("--report", str(report)))
+        reads = [node["Scan"] + node["GetItem"] for node in cluster.requests]
+        asked = cluster.capacity_asked
+
+    assert result.returncode == 1, result.stdout + result.stderr[-3000:]
+    assert json.loads(report.read_text()) == {
+        "sourceItems": 14, "targetItems": 12, "equal": 6, "missing": 2, "extra": 1, "different": 4,
+        "skippedExpired": 2, "samples": EXPECTED_SAMPLES, "repaired": {"missing": 0, "different": 0, "extra": 0},
+    }  # fmt: skip
+    assert sum(1 for count in reads[:3] if count > 0) >= 2 and reads[3] == 0, reads
+    assert asked > 0
