@@ -9,12 +9,15 @@ import time
 
 import pytest
 
+from migrator.config import load_config
 from migrator.errors import ConfigError
+from migrator.run import migrate
 from testsupport.all_types import assert_same_items
 from testsupport.alternator_cluster import AlternatorCluster
 from testsupport.endpoint import list_tables, put_items, reaching, scan_all, side
 from testsupport.jobs import run_in_process, run_job, write_config
 from testsupport.planted import EXPECTED_SAMPLES, RENAMES, plant
+from testsupport.replication import Changes, until_converged
 from testsupport.sample_data import create_sample_table, make_items
 
 pytestmark = pytest.mark.integration
@@ -149,3 +152,36 @@ def test_validation_against_alternator_reads_over_its_nodes(dynamodb, endpoint_u
     }  # fmt: skip
     assert sum(1 for count in reads[:3] if count > 0) >= 2 and reads[3] == 0, reads
     assert asked > 0
+
+
+def test_replication_to_alternator_applies_changes_over_its_nodes(dynamodb, endpoint_url, spark, table_name, tmp_path):
+    """Snapshot, then DynamoDB Streams changes applied to an Alternator target: the changes' writes
+    spread over the nodes too, and the target converges to the source."""
+    source, target = table_name("alt-stream"), table_name("alt-stream-copy")
+    create_sample_table(dynamodb, source)
+    put_items(dynamodb, source, make_items(300))
+    with AlternatorCluster(endpoint_url, PLACES) as cluster:
+        config = write_config(
+            tmp_path,
+            {"source": side(endpoint_url, source, scanSegments=2),
+             "target": alternator(cluster, target, streamChanges=True),
+             "checkpointLocation": str(tmp_path / "checkpoint")},
+        )  # fmt: skip
+        after_snapshot: list[list[int]] = []
+
+        def writes() -> list[int]:
+            return [node["BatchWriteItem"] for node in cluster.requests]
+
+        converged = until_converged(dynamodb, source, target, Changes(dynamodb, source, 1_000))
+
+        def should_stop(summary) -> bool:
+            if not after_snapshot:
+                after_snapshot.append(writes())  # the first call comes once the snapshot is done
+            return converged(summary)
+
+        summary = migrate(load_config(str(config)), lambda: spark, should_stop)
+        applied = [now - before for now, before in zip(writes(), after_snapshot[0])]
+
+    assert summary.replication.records > 0
+    assert sum(1 for count in applied[:3] if count > 0) >= 1 and applied[3] == 0, applied
+    assert sum(1 for count in writes()[:3] if count > 0) >= 2, writes()
