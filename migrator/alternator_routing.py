@@ -40,7 +40,9 @@ def start_discovery(nodes: AlternatorNodes, connect_timeout_seconds: float, labe
     manager = _create_manager(_library_config(nodes, connect_timeout_seconds))
     if not manager.nodes:
         manager.stop()
-        where = f"rack {nodes.rack!r} of datacenter {nodes.datacenter!r}" if nodes.rack else f"datacenter {nodes.datacenter!r}"
+        where = f"datacenter {nodes.datacenter!r}"
+        if nodes.rack:
+            where = f"rack {nodes.rack!r} of {where}"
         raise errors.ConfigError(
             f"{label}.rack" if nodes.rack else f"{label}.datacenter",
             f"the endpoint lists no live Alternator node in {where} (GET /localnodes): "

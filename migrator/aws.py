@@ -74,8 +74,9 @@ def request_hooks(spec: ClientSpec) -> BaseEventHooks:
         hooks = _request_hooks.get(spec)
         if hooks is None:
             hooks = _request_hooks[spec] = HierarchicalEmitter()
-            if spec.alternator_nodes:
-                alternator_routing.route_requests(hooks, _node_manager(spec, spec.alternator_nodes), spec.alternator_nodes)
+            nodes = spec.alternator_nodes
+            if nodes:
+                alternator_routing.route_requests(hooks, _node_manager(spec, nodes), nodes)
         return hooks
 
 
@@ -98,7 +99,8 @@ def _node_manager(spec: ClientSpec, nodes: AlternatorNodes) -> Any:
     (called with `_clients_lock` held)."""
     manager = _node_managers.get(spec)
     if manager is None:
-        manager = _node_managers[spec] = alternator_routing.start_discovery(nodes, spec.connect_timeout_seconds, spec.label)
+        timeout = spec.connect_timeout_seconds
+        manager = _node_managers[spec] = alternator_routing.start_discovery(nodes, timeout, spec.label)
     return manager
 
 

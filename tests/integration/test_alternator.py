@@ -33,14 +33,20 @@ def alternator(cluster: AlternatorCluster, table: str, **extra) -> dict:
             "activeRefreshIntervalMs": 200, **extra}  # fmt: skip
 
 
+def sample_tables(dynamodb, table_name, name: str, items: list[dict]) -> tuple[str, str]:
+    """A source table of sample items, and the name of its copy."""
+    source, target = table_name(name), table_name(f"{name}-copy")
+    create_sample_table(dynamodb, source)
+    put_items(dynamodb, source, items)
+    return source, target
+
+
 def test_copy_to_alternator_spreads_over_live_nodes_and_drops_a_stopped_one(
     dynamodb, endpoint_url, spark, table_name, tmp_path
 ):
     """Writes go to the seed datacenter's three nodes (never dc2's), gzipped; node 2 stops after
     its fifth write (or the few in flight then): later requests go to the others, and the copy is exact."""
-    source, target = table_name("to-alternator"), table_name("to-alternator-copy")
-    create_sample_table(dynamodb, source)
-    put_items(dynamodb, source, make_items(ITEMS))
+    source, target = sample_tables(dynamodb, table_name, "to-alternator", make_items(ITEMS))
     with AlternatorCluster(endpoint_url, PLACES) as cluster:
         stopped = cluster.stop_after(2, "BatchWriteItem", 5)
         config = write_config(
@@ -53,8 +59,9 @@ def test_copy_to_alternator_spreads_over_live_nodes_and_drops_a_stopped_one(
         discoveries = list(cluster.discoveries)
         gzip_bodies = cluster.gzip_bodies
 
-    assert stopped.is_set() and 5 <= writes[2] < 5 + 4, writes  # four tasks' writes may be in flight
-    assert writes[0] > 5 and writes[1] > 5 and writes[3] == 0, writes
+    # Writes in flight when node 2 stopped were served too; after that it got none, the others went on.
+    assert stopped.is_set() and 5 <= writes[2] < min(writes[0], writes[1]) / 2, writes
+    assert writes[3] == 0, writes
     assert gzip_bodies >= sum(writes), (gzip_bodies, writes)  # every batch of 25 sample items is over 1 KB
     assert discoveries[0] > 1, discoveries  # the list was refreshed from the seed during the copy
     # Requests sent to the stopped node before the next refresh were retried on another node; once
@@ -66,9 +73,7 @@ def test_copy_to_alternator_spreads_over_live_nodes_and_drops_a_stopped_one(
 
 def test_alternator_source_scans_the_rack_it_is_given(dynamodb, endpoint_url, spark, table_name, tmp_path):
     """A source in dc1's rack r1: its Scans spread over nodes 0 and 1, the rack's two nodes, only."""
-    source, target = table_name("from-alternator"), table_name("from-alternator-copy")
-    create_sample_table(dynamodb, source)
-    put_items(dynamodb, source, make_items(ITEMS))
+    source, target = sample_tables(dynamodb, table_name, "from-alternator", make_items(ITEMS))
     with AlternatorCluster(endpoint_url, PLACES) as cluster:
         config = write_config(
             tmp_path,
@@ -83,13 +88,13 @@ def test_alternator_source_scans_the_rack_it_is_given(dynamodb, endpoint_url, sp
     assert_same_items(make_items(ITEMS), scan_all(dynamodb, target))
 
 
-def test_alternator_differences_batches_of_100_no_capacity_reported(dynamodb, endpoint_url, spark, table_name, tmp_path):
+def test_alternator_differences_batches_of_100_no_capacity_reported(
+    dynamodb, endpoint_url, spark, table_name, tmp_path
+):
     """Nodes that refuse ReturnConsumedCapacity INDEXES and report no ConsumedCapacity, asked for
     TOTAL (removeConsumedCapacity: false) and sent batches of 100: 200 items of under 1 KB are
     estimated at 200 WCU, so at 100 WCU × 0.5 with a one-second burst the copy takes 2.5 s or more."""
-    source, target = table_name("alternator-paced"), table_name("alternator-paced-copy")
-    create_sample_table(dynamodb, source)
-    put_items(dynamodb, source, make_items(200, payload_bytes=100))
+    source, target = sample_tables(dynamodb, table_name, "alternator-paced", make_items(200, payload_bytes=100))
     with AlternatorCluster(endpoint_url, PLACES) as cluster:
         config = write_config(
             tmp_path,
@@ -110,9 +115,7 @@ def test_alternator_differences_batches_of_100_no_capacity_reported(dynamodb, en
 def test_a_datacenter_without_nodes_is_one_config_error_before_anything_is_written(
     dynamodb, endpoint_url, spark, table_name, tmp_path
 ):
-    source, target = table_name("no-such-dc"), table_name("no-such-dc-copy")
-    create_sample_table(dynamodb, source)
-    put_items(dynamodb, source, make_items(10))
+    source, target = sample_tables(dynamodb, table_name, "no-such-dc", make_items(10))
     with AlternatorCluster(endpoint_url, PLACES) as cluster:
         config = write_config(
             tmp_path,
@@ -157,9 +160,7 @@ def test_validation_against_alternator_reads_over_its_nodes(dynamodb, endpoint_u
 def test_replication_to_alternator_applies_changes_over_its_nodes(dynamodb, endpoint_url, spark, table_name, tmp_path):
     """Snapshot, then DynamoDB Streams changes applied to an Alternator target: the changes' writes
     spread over the nodes too, and the target converges to the source."""
-    source, target = table_name("alt-stream"), table_name("alt-stream-copy")
-    create_sample_table(dynamodb, source)
-    put_items(dynamodb, source, make_items(300))
+    source, target = sample_tables(dynamodb, table_name, "alt-stream", make_items(300))
     with AlternatorCluster(endpoint_url, PLACES) as cluster:
         config = write_config(
             tmp_path,

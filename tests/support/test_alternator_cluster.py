@@ -15,6 +15,10 @@ from testsupport.endpoint import dynamodb_client
 from testsupport.sample_data import create_sample_table, make_items
 
 PLACES = [("dc1", "r1"), ("dc1", "r2"), ("dc2", "r1")]
+# moto reads the account and region from the Authorization header; it checks no signature.
+UNSIGNED_LOOKING_AUTHORIZATION = (
+    "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/dynamodb/aws4_request, SignedHeaders=host, Signature=0"
+)
 
 
 def local_nodes(url: str) -> list[str]:
@@ -25,7 +29,8 @@ def local_nodes(url: str) -> list[str]:
 def test_localnodes_lists_the_live_nodes_of_a_datacenter_or_rack(endpoint_url):
     with AlternatorCluster(endpoint_url, PLACES) as cluster:
         seed = cluster.endpoint_url
-        own_dc, dc2, rack = (local_nodes(seed + path) for path in ("/localnodes", "/localnodes?dc=dc2", "/localnodes?dc=dc1&rack=r2"))
+        paths = ("/localnodes", "/localnodes?dc=dc2", "/localnodes?dc=dc1&rack=r2")
+        own_dc, dc2, rack = (local_nodes(seed + path) for path in paths)
         stopped = cluster.stop_after(1, "DescribeTable", 1)
         client = dynamodb_client(cluster.nodes[1].endpoint_url)
         with pytest.raises(ClientError):
@@ -54,7 +59,7 @@ def test_nodes_differ_from_dynamodb_as_alternator_does(endpoint_url, dynamodb, t
             data=gzip.compress(json.dumps({"TableName": table, "Select": "COUNT"}).encode()),
             headers={"Content-Encoding": "gzip", "X-Amz-Target": "DynamoDB_20120810.Scan",
                      "Content-Type": "application/x-amz-json-1.0",
-                     "Authorization": "AWS4-HMAC-SHA256 Credential=test/20260101/us-east-1/dynamodb/aws4_request, SignedHeaders=host, Signature=0"},
+                     "Authorization": UNSIGNED_LOOKING_AUTHORIZATION},
         )  # fmt: skip
         with urllib.request.urlopen(request, timeout=10) as response:
             counted = json.loads(response.read())

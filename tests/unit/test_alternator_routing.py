@@ -12,8 +12,10 @@ SEED = AlternatorNodes(seed_host="10.0.0.1", port=8000)
 
 
 def test_the_options_reach_the_library():
-    nodes = AlternatorNodes(seed_host="10.0.0.1", port=8043, scheme="https", datacenter="dc1", rack="r2",
-                            active_refresh_interval_ms=250, idle_refresh_interval_ms=9000, compression=True)  # fmt: skip
+    nodes = AlternatorNodes(
+        seed_host="10.0.0.1", port=8043, scheme="https", datacenter="dc1", rack="r2",
+        active_refresh_interval_ms=250, idle_refresh_interval_ms=9000, compression=True,
+    )  # fmt: skip
 
     config = _library_config(nodes, connect_timeout_seconds=3.0)
 
@@ -25,7 +27,9 @@ def test_the_options_reach_the_library():
 
 
 def test_without_a_rack_the_datacenter_and_without_either_the_seeds_datacenter():
-    assert _library_config(AlternatorNodes("10.0.0.1", 8000, datacenter="dc2"), 5.0).routing_scope == DatacenterScope("dc2")
+    in_dc2 = AlternatorNodes("10.0.0.1", 8000, datacenter="dc2")
+
+    assert _library_config(in_dc2, 5.0).routing_scope == DatacenterScope("dc2")
     assert _library_config(SEED, 5.0).routing_scope == ClusterScope()
     assert _library_config(SEED, 5.0).request_compression.algorithm == CompressionAlgorithm.NONE
 
