@@ -18,12 +18,15 @@ import boto3
 import botocore.exceptions as bx
 from botocore.config import Config
 from botocore.credentials import RefreshableCredentials
+from botocore.hooks import BaseEventHooks, HierarchicalEmitter
 from botocore.session import get_session
 
-from migrator import errors
-from migrator.connection import ClientSpec
+from migrator import alternator_routing, errors
+from migrator.connection import AlternatorNodes, ClientSpec
 
 _clients: dict[tuple[ClientSpec, str], Any] = {}
+_request_hooks: dict[ClientSpec, BaseEventHooks] = {}
+_node_managers: dict[ClientSpec, Any] = {}
 _clients_lock = threading.Lock()
 
 # Error codes, grouped by what the user or a retry loop can do about them.
@@ -64,9 +67,41 @@ def client(spec: ClientSpec, service: str = "dynamodb") -> Any:
         return cached
 
 
+def request_hooks(spec: ClientSpec) -> BaseEventHooks:
+    """The `request-created` handlers of `spec`'s DynamoDB requests, for requests built outside
+    botocore (`migrator.wire`): for Alternator, the choice of a live node and compression; none otherwise."""
+    with _clients_lock:
+        hooks = _request_hooks.get(spec)
+        if hooks is None:
+            hooks = _request_hooks[spec] = HierarchicalEmitter()
+            nodes = spec.alternator_nodes
+            if nodes:
+                alternator_routing.route_requests(hooks, _node_manager(spec, nodes), nodes)
+        return hooks
+
+
+def route_context(context: dict[str, Any]) -> dict[str, Any]:
+    """A built request's context without what belongs to that request alone (its node plan)."""
+    return {key: value for key, value in context.items() if key not in alternator_routing.PER_REQUEST_CONTEXT_KEYS}
+
+
 def _build_client(spec: ClientSpec, service: str) -> Any:
     session = _session(spec)
-    return session.client(service, endpoint_url=spec.endpoint_url, config=_botocore_config(spec))
+    built = session.client(service, endpoint_url=spec.endpoint_url, config=_botocore_config(spec))
+    if spec.alternator_nodes and service == "dynamodb":
+        nodes = spec.alternator_nodes
+        alternator_routing.route_requests(built.meta.events, _node_manager(spec, nodes), nodes)
+    return built
+
+
+def _node_manager(spec: ClientSpec, nodes: AlternatorNodes) -> Any:
+    """One node discovery per process and spec, shared by its boto3 client and its raw requests
+    (called with `_clients_lock` held)."""
+    manager = _node_managers.get(spec)
+    if manager is None:
+        timeout = spec.connect_timeout_seconds
+        manager = _node_managers[spec] = alternator_routing.start_discovery(nodes, timeout, spec.label)
+    return manager
 
 
 def _botocore_config(spec: ClientSpec) -> Config:

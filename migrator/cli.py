@@ -244,6 +244,7 @@ def _configure_logging(level: str, log_format: str = "text") -> None:
     else:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=level, handlers=[handler])
-    # botocore logs retries at DEBUG only; keep third-party chatter out of INFO.
-    for noisy in ("botocore", "boto3", "urllib3", "py4j"):
+    # botocore logs retries at DEBUG only; keep third-party chatter out of INFO (alternator-client
+    # logs each refresh of the node list, every second while requests flow).
+    for noisy in ("botocore", "boto3", "urllib3", "py4j", "alternator"):
         logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -17,6 +17,24 @@ DEFAULT_THROTTLING_GIVE_UP_SECONDS = 3600.0
 
 
 @dataclass(frozen=True)
+class AlternatorNodes:
+    """How requests spread over an Alternator cluster's nodes (see `migrator.alternator_routing`).
+
+    The endpoint's host is the seed asked for the live nodes (`/localnodes`); every node
+    answers on the endpoint's scheme and port.
+    """
+
+    seed_host: str
+    port: int
+    scheme: str = "http"
+    datacenter: str | None = None
+    rack: str | None = None
+    active_refresh_interval_ms: int = 1000  # the node list's refresh while requests flow
+    idle_refresh_interval_ms: int = 60000  # and while none do
+    compression: bool = False  # gzip request bodies (ScyllaDB 2026.1 and later accept them)
+
+
+@dataclass(frozen=True)
 class ClientSpec:
     """Endpoint, region and credentials for one side (source or target) of a migration."""
 
@@ -40,6 +58,8 @@ class ClientSpec:
     throttling_give_up_seconds: float = DEFAULT_THROTTLING_GIVE_UP_SECONDS
     # S3 only: "path" or "virtual" (source.usePathStyleAccess); None leaves botocore's choice.
     s3_addressing_style: str | None = None
+    # Alternator only: spread requests over the cluster's live nodes; None sends them all to the endpoint.
+    alternator_nodes: AlternatorNodes | None = None
 
     @property
     def where(self) -> str:

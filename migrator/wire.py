@@ -89,10 +89,12 @@ class WireClient:
         self._spec = spec
         with translated("connecting to", spec.where):
             self._boto = aws.client(spec, service)
+        self._event_service = self._boto.meta.service_model.service_id.hyphenize()  # "dynamodb", "dynamodb-streams"
         # botocore's own signer and HTTP session of that client (attributes of every botocore client,
         # private by name; tests/unit/test_wire_routing.py checks what they produce against boto3's).
         self._signer = self._boto._request_signer
         self._http = self._boto._endpoint.http_session
+        self._hooks = aws.request_hooks(spec)
         self._routes: dict[tuple[str, tuple[str, ...]], _Route] = {}
         self._routes_lock = threading.Lock()
 
@@ -114,10 +116,12 @@ class WireClient:
     def _call(self, operation: str, request: dict[str, Any], client_errors: bool = False) -> dict[str, Any]:
         body = json.dumps(request, separators=(",", ":")).encode("utf-8")
         route = self._route(operation, request)
+        # One context for all attempts: an Alternator request's retry goes on to the next node of its plan.
+        context = dict(route.context)
         failures = 0  # transient failures other than throttling
         throttled: ThrottledRetry | None = None
         while True:
-            response, transient = self._attempt(operation, route, body, client_errors)
+            response, transient = self._attempt(operation, route, body, context, client_errors)
             if response is not None:
                 retries = failures + (throttled.retries if throttled else 0)
                 response.setdefault("ResponseMetadata", {})["RetryAttempts"] = retries
@@ -138,11 +142,11 @@ class WireClient:
         return ThrottledRetry(action, resource, self._spec.label, self._spec.throttling_give_up_seconds)
 
     def _attempt(
-        self, operation: str, route: "_Route", body: bytes, client_errors: bool = False
+        self, operation: str, route: "_Route", body: bytes, context: dict[str, Any], client_errors: bool = False
     ) -> tuple[dict[str, Any] | None, errors.MigratorError | None]:
         """(parsed response, None), or (None, the transient error of this attempt); terminal errors raise,
         translated, or as botocore's `ClientError` with `client_errors`."""
-        prepared = self._signed(operation, route, body)
+        prepared = self._signed(operation, route, body, context)
         try:
             response = self._http.send(prepared)
         except (BotocoreConnectionError, HTTPClientError) as exc:  # refused, reset, dropped, timed out
@@ -160,18 +164,24 @@ class WireClient:
     def prepare(self, operation: str, request: dict[str, Any]) -> AWSPreparedRequest:
         """The signed HTTP request this client sends for `operation` (the routing tests compare it with boto3's)."""
         body = json.dumps(request, separators=(",", ":")).encode("utf-8")
-        return self._signed(operation, self._route(operation, request), body)
+        route = self._route(operation, request)
+        return self._signed(operation, route, body, dict(route.context))
 
-    def _signed(self, operation: str, route: "_Route", body: bytes) -> AWSPreparedRequest:
-        """The request, signed by the boto3 client's own signer with the context botocore resolved."""
+    def _signed(self, operation: str, route: "_Route", body: bytes, context: dict[str, Any]) -> AWSPreparedRequest:
+        """The request, signed by the boto3 client's own signer with the context botocore resolved.
+
+        Before signing, the spec's request hooks run as botocore runs them on its own requests:
+        for Alternator they point the request at a live node and may gzip its body."""
         request = AWSRequest(method="POST", url=route.url, data=body, headers=dict(route.headers))
-        request.context = dict(route.context)
-        with translated(f"signing {operation} for", route.url):  # no credentials found, a role not assumed
+        request.context = context
+        self._hooks.emit(f"request-created.{self._event_service}.{operation}", request=request, operation_name=operation)
+        with translated(f"signing {operation} for", request.url):  # no credentials found, a role not assumed
             self._signer.sign(operation, request)
         # A plain dict of headers: what the HTTP session reads of them, without botocore's slower header types.
         headers = dict(request.headers.items())
-        headers["Content-Length"] = str(len(body))
-        return AWSPreparedRequest("POST", route.url, headers, body, stream_output=False)
+        sent = request.data  # the body the hooks left: gzipped when Alternator compression is on
+        headers["Content-Length"] = str(len(sent))
+        return AWSPreparedRequest("POST", request.url, headers, sent, stream_output=False)
 
     def _route(self, operation: str, request: dict[str, Any]) -> "_Route":
         """Where `operation` on the request's table goes: resolved by botocore once per operation and table
@@ -235,7 +245,7 @@ def _resolve_route(boto_client: Any, operation: str, tables: tuple[str, ...]) ->
         for name, value in request.headers.items()
         if name.lower() not in _PER_REQUEST_HEADERS and not name.lower().startswith("amz-sdk-")
     )
-    return _Route(url=request.url, headers=headers, context=dict(request.context))
+    return _Route(url=request.url, headers=headers, context=aws.route_context(request.context))
 
 
 def _smallest_request(operation: str, tables: tuple[str, ...]) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """Build dist/dynamodb-migrator.zip for `spark-submit --py-files` on a cluster.
 
-The zip holds the `migrator` package and tenacity (pure Python, which the executors' batch
-writer uses). Executors also need boto3 on every node (an EMR bootstrap action installs
+The zip holds the `migrator` package, tenacity (pure Python, which the executors' batch
+writer uses) and alternator-client (pure Python: Alternator's node discovery and request routing,
+which every executor's clients of an Alternator side use). Executors also need boto3 on every node (an EMR bootstrap action installs
 it); pydantic and PyYAML are needed only by the driver. For clusters without boto3, ship a packed virtualenv instead
 (see docs/cluster.md, "Running on a cluster").
 """
@@ -12,10 +13,11 @@ import sys
 import zipfile
 from pathlib import Path
 
+import alternator
 import tenacity
 
 REPO = Path(__file__).resolve().parent.parent
-PACKAGES = [REPO / "migrator", Path(tenacity.__file__).parent]
+PACKAGES = [REPO / "migrator", Path(tenacity.__file__).parent, Path(alternator.__file__).parent]
 
 
 def build(output: Path) -> Path:

@@ -19,6 +19,7 @@ Servers a test runs on loopback:
     loopback                   the threaded keep-alive HTTP service the servers below build on
     faultproxy                 a fault-injecting, request-recording proxy in front of the emulator
     streamserver               a scripted DynamoDB Streams API (splits, trims, expired iterators)
+    alternator_cluster         local nodes standing for an Alternator cluster: /localnodes, Alternator's answers
 
 Data:
     sample_data                deterministic items of every type; the sample table; ``seed``

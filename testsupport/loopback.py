@@ -1,10 +1,12 @@
 """A threaded keep-alive HTTP service on a free loopback port: the base of the test servers.
 
-Subclasses (the fault proxy, the scripted stream server) set `handler` to a subclass of
+Subclasses (the fault proxy, the scripted stream server, the Alternator nodes) set `handler` to a subclass of
 `KeepAliveHandler`, whose `self.server.service` is the running service. `stop()` cuts
 open client connections so no handler thread lingers on an idle keep-alive connection.
 With `ssl_context` set before `start()` it serves HTTPS (`self_signed_certificate` makes a
 certificate for 127.0.0.1 that clients trust only when told to, as with AWS_CA_BUNDLE).
+`host` and `port`, set before `start()`, bind another loopback address (127.0.0.2, ...) or a
+given port: several services on one port, as the nodes of a cluster answer.
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ class LoopbackService:
     def __init__(self) -> None:
         self.endpoint_url: str | None = None
         self.ssl_context: ssl.SSLContext | None = None  # set before start() to serve HTTPS
+        self.host = "127.0.0.1"
+        self.port = 0  # a free port
         self._connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
         self._server: _Server | None = None
@@ -75,13 +79,13 @@ class LoopbackService:
             return len(self._connections)
 
     def start(self):
-        self._server = _Server(("127.0.0.1", 0), self.handler)
+        self._server = _Server((self.host, self.port), self.handler)
         self._server.service = self
         scheme = "http"
         if self.ssl_context is not None:  # a failed handshake fails accept(), which the server shrugs off
             self._server.socket = self.ssl_context.wrap_socket(self._server.socket, server_side=True)
             scheme = "https"
-        self.endpoint_url = f"{scheme}://127.0.0.1:{self._server.server_port}"
+        self.endpoint_url = f"{scheme}://{self.host}:{self._server.server_port}"
         self._thread = threading.Thread(
             target=self._server.serve_forever,
             kwargs={"poll_interval": 0.05},  # how long stop() waits for the loop

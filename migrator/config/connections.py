@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import os
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 from pydantic import BeforeValidator, Field, model_validator
 
 from migrator.config.base import ConfigModel
-from migrator.connection import ClientSpec
+from migrator.connection import AlternatorNodes, ClientSpec
 from migrator.redact import REDACTED, Secret
 
 # Paths under these schemes are reached through boto3 with a block's region, endpoint and credentials.
@@ -74,13 +75,45 @@ class Credentials(ConfigModel):
 
 
 class AlternatorOptions(ConfigModel):
-    """ScyllaDB Migrator's Alternator connection settings; only two change anything here.
+    """ScyllaDB Migrator's Alternator connection settings that change something here.
 
-    The others are dropped with a warning before validation (see COMPAT_ONLY_KEYS).
+    The node discovery settings reach ScyllaDB's `alternator-client` library (see
+    `migrator.alternator_routing`); the others are dropped with a warning before validation
+    (see COMPAT_ONLY_KEYS).
     """
 
     max_connections: int | None = Field(default=None, ge=1)
     connection_timeout_ms: int | None = Field(default=None, ge=1)
+    datacenter: str | None = Field(default=None, min_length=1)
+    rack: str | None = Field(default=None, min_length=1)
+    active_refresh_interval_ms: int = Field(default=1000, ge=1)
+    idle_refresh_interval_ms: int = Field(default=60000, ge=1)
+    compression: bool = False
+    # (new) false sends every request to the endpoint: for a load balancer or NAT in front of the
+    # nodes, whose own addresses (what /localnodes lists) the workers cannot reach.
+    load_balancing: bool = True
+
+    @model_validator(mode="after")
+    def _rack_needs_datacenter(self) -> "AlternatorOptions":
+        if self.rack and not self.datacenter:
+            raise ValueError("rack needs datacenter: a rack is named within its datacenter")
+        return self
+
+    def nodes(self, endpoint_url: str) -> AlternatorNodes | None:
+        """How requests spread over the nodes of the cluster `endpoint_url` reaches, or None when off."""
+        if not self.load_balancing:
+            return None
+        url = urlsplit(endpoint_url)
+        return AlternatorNodes(
+            seed_host=url.hostname or "",
+            port=url.port or (443 if url.scheme == "https" else 80),
+            scheme=url.scheme,
+            datacenter=self.datacenter,
+            rack=self.rack,
+            active_refresh_interval_ms=self.active_refresh_interval_ms,
+            idle_refresh_interval_ms=self.idle_refresh_interval_ms,
+            compression=self.compression,
+        )
 
 
 class ConnectedBlock(ConfigModel):

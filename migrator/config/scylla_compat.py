@@ -22,11 +22,6 @@ COMPAT_ONLY_KEYS: dict[tuple[str, str], str] = {
     ("validation", "writetimeToleranceMillis"): "DynamoDB items carry no writetime",
     ("validation", "timestampMsTolerance"): "applies to CQL timestamps only",
     ("validation", "hashColumns"): "applies to MySQL validation only",
-    ("alternator", "activeRefreshIntervalMs"): "no node discovery: requests go to the endpoint",
-    ("alternator", "idleRefreshIntervalMs"): "no node discovery: requests go to the endpoint",
-    ("alternator", "datacenter"): "no node discovery: put a load balancer in front of the nodes",
-    ("alternator", "rack"): "no node discovery: put a load balancer in front of the nodes",
-    ("alternator", "compression"): "botocore does not compress DynamoDB requests",
     ("alternator", "optimizeHeaders"): "botocore sends its standard headers",
     ("alternator", "connectionMaxIdleTimeMs"): "botocore keeps idle connections in its pool",
     ("alternator", "connectionTimeToLiveMs"): "botocore keeps idle connections in its pool",
@@ -34,7 +29,8 @@ COMPAT_ONLY_KEYS: dict[tuple[str, str], str] = {
 }
 ALTERNATOR_KEYS = frozenset(
     {key for section, key in COMPAT_ONLY_KEYS if section == "alternator"}
-    | {"maxConnections", "connectionTimeoutMs"}
+    | {"maxConnections", "connectionTimeoutMs", "datacenter", "rack", "activeRefreshIntervalMs"}
+    | {"idleRefreshIntervalMs", "compression", "loadBalancing"}
 )
 
 

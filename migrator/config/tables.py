@@ -60,6 +60,8 @@ class TableBlock(ConnectedBlock):
             spec = replace(spec, max_pool_connections=options.max_connections)
         if options.connection_timeout_ms:
             spec = replace(spec, connect_timeout_seconds=options.connection_timeout_ms / 1000)
+        if self.is_alternator and spec.endpoint_url:
+            spec = replace(spec, alternator_nodes=options.nodes(spec.endpoint_url))
         return spec
 
 

@@ -26,7 +26,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         {"run", "dry_run"},
         {"snapshot", "replicate", "validate"},
         {"plan", "source", "stream", "target", "export"},
-        {"items", "aws", "wire", "throttling", "ratelimit", "metrics", "spark", "stopping", "hadoop_files", "task_boundary", "driver_region", "config_text", "summary_json"},
+        {"items", "aws", "alternator_routing", "wire", "throttling", "ratelimit", "metrics", "spark", "stopping", "hadoop_files", "task_boundary", "driver_region", "config_text", "summary_json"},
         {"config", "errors", "redact", "connection"},
     )
 )

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from migrator.config import Endpoint, LoadedConfig, load_config, parse_config
-from migrator.connection import ClientSpec
+from migrator.connection import AlternatorNodes, ClientSpec
 from migrator.errors import ConfigError
 from migrator.redact import Secret
 
@@ -171,11 +171,37 @@ def test_nested_alternator_block_under_type_dynamodb_loads():
 
 def test_top_level_alternator_keys_under_type_alternator_load():
     loaded = load({**ALTERNATOR_TARGET, "target.maxConnections": 7, "target.connectionTimeoutMs": 2500,
-                   "target.datacenter": "dc1"})
+                   "target.datacenter": "dc1", "target.optimizeHeaders": True})
 
     assert loaded.config.target.alternator.max_connections == 7
     assert loaded.config.target.alternator.connection_timeout_ms == 2500
-    assert len(loaded.warnings) == 1 and "datacenter" in loaded.warnings[0]
+    assert loaded.config.target.alternator.datacenter == "dc1"
+    assert len(loaded.warnings) == 1 and "optimizeHeaders" in loaded.warnings[0]
+
+
+def test_alternator_node_settings_reach_the_client_spec():
+    loaded = load({**ALTERNATOR_TARGET, "target.datacenter": "dc1", "target.rack": "r2",
+                   "target.activeRefreshIntervalMs": 250, "target.idleRefreshIntervalMs": 9000,
+                   "target.compression": True})
+
+    nodes = loaded.config.target.client_spec("target").alternator_nodes
+    assert nodes == AlternatorNodes(seed_host="localhost", port=8000, scheme="http", datacenter="dc1",
+                                    rack="r2", active_refresh_interval_ms=250, idle_refresh_interval_ms=9000,
+                                    compression=True)
+    assert loaded.warnings == ()
+
+
+def test_alternator_load_balancing_can_be_turned_off_and_dynamodb_has_none():
+    off = load({**ALTERNATOR_TARGET, "target.alternator": {"loadBalancing": False}})
+
+    assert off.config.target.client_spec("target").alternator_nodes is None
+    assert load({}).config.target.client_spec("target").alternator_nodes is None
+
+
+def test_a_rack_without_its_datacenter_is_refused():
+    error = refusal(variant({**ALTERNATOR_TARGET, "target.rack": "r1"}))
+
+    assert "rack needs datacenter" in str(error)
 
 
 def test_alternator_keys_at_the_top_of_a_dynamodb_block_are_unknown():
@@ -216,19 +242,13 @@ COMPAT_CASES = [
     ({"validation.writetimeToleranceMillis": 1000}, "validation.writetimeToleranceMillis"),
     ({"validation.timestampMsTolerance": 0}, "validation.timestampMsTolerance"),
     ({"validation.hashColumns": ["a"]}, "validation.hashColumns"),
-    ({"target.alternator": {"datacenter": "dc1"}}, "target.alternator.datacenter"),
-    ({"target.alternator": {"rack": "r1"}}, "target.alternator.rack"),
-    ({"target.alternator": {"compression": True}}, "target.alternator.compression"),
-    ({"source.alternator": {"activeRefreshIntervalMs": 5}}, "source.alternator.activeRefreshIntervalMs"),
-    ({"target.alternator": {"idleRefreshIntervalMs": 5}}, "target.alternator.idleRefreshIntervalMs"),
     ({"target.alternator": {"optimizeHeaders": True}}, "target.alternator.optimizeHeaders"),
     ({"target.alternator": {"connectionMaxIdleTimeMs": 5}}, "target.alternator.connectionMaxIdleTimeMs"),
     ({"target.alternator": {"connectionTimeToLiveMs": 5}}, "target.alternator.connectionTimeToLiveMs"),
     ({"target.alternator": {"connectionAcquisitionTimeoutMs": 5}},
      "target.alternator.connectionAcquisitionTimeoutMs"),
     # Under type alternator ScyllaDB Migrator puts these beside endpoint: the warning names that key.
-    ({**ALTERNATOR_TARGET, "target.datacenter": "dc1"}, "target.datacenter"),
-    ({**ALTERNATOR_TARGET, "target.compression": True}, "target.compression"),
+    ({**ALTERNATOR_TARGET, "target.optimizeHeaders": True}, "target.optimizeHeaders"),
 ]
 
 
