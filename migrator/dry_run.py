@@ -18,8 +18,8 @@ from migrator import aws
 from migrator.config import LoadedConfig, MigratorConfig
 from migrator.driver_region import with_the_drivers_region
 from migrator.errors import SavepointError, StreamNotEnabled
-from migrator.replicate import checkpoint
-from migrator.run import check_recorded_target, copied_in_config, target_in_config
+from migrator.replicate import chaining, checkpoint
+from migrator.run import check_recorded_target, copied_in_config, imported_so_far, target_in_config
 from migrator.snapshot import export_import, export_write, savepoint_folders
 from migrator.snapshot.savepoints import ResumePoint, resume_point
 from migrator.snapshot.table_copy import TableCopyPreflight, plan_copy, preflight
@@ -53,15 +53,9 @@ def dry_run(loaded: LoadedConfig) -> DryRunReport:
     config = loaded.config
     report = DryRunReport(f"{config.source.table} → {config.target.name}")
     if config.imports_export:
-        export_import.preflight(config)
-        report.add("export import", "the export's manifests and data files and the target were checked; "
-                   "its plan (files, savepoint, chained stream) is not previewed by a dry run yet")  # fmt: skip
-        return report
+        return _import_plan(loaded, report)
     if config.writes_export:
-        export_write.preflight(config)
-        report.add("export write", "the source table and the export folder were checked; "
-                   "its plan is not previewed by a dry run yet")  # fmt: skip
-        return report
+        return _export_write_plan(config, report)
     checks = preflight(config)
     report.add("source", f"table {config.source.table!r}: {_describe_table(checks.source)}")
     start = _savepoint(loaded, checks, report)
@@ -74,16 +68,89 @@ def dry_run(loaded: LoadedConfig) -> DryRunReport:
         report.add("resume", describe_resume(start, plan.total_segments))
     else:
         report.add("plan", "no snapshot (target.skipInitialSnapshotTransfer): changes only")
-    if checks.target is None:
-        report.add("target", f"would create {describe_creation(checks.creation)}")
-    else:
-        report.add("target", f"table {config.target.table!r} exists with matching keys: {_describe_table(checks.target)}")
+    _add_target(config, checks.target, checks.creation, report)
     if streaming:
         report.add("changes", _describe_stream(config, checks))
-        where = checkpoint.location(config)
-        checkpoint.check_writable(where)
-        report.add("checkpoint", f"{where}: {checkpoint.describe_without_spark(where)}")
+        _add_checkpoint(config, report)
     return report
+
+
+def _import_plan(loaded: LoadedConfig, report: DryRunReport) -> DryRunReport:
+    """An S3 export into a table: the export, where the import would resume, its plan, the target, the chained stream."""
+    config = loaded.config
+    checks = export_import.preflight(config)
+    summary, files = checks.source.summary, checks.source.files
+    report.add("export", f"{summary.export_arn}: {summary.export_type}, {summary.output_format}, "
+               f"{len(files):,} data files, about {summary.item_count:,} items")  # fmt: skip
+    done = _imported_files(loaded, checks, report)
+    target = checks.target or tables.planned_info(checks.creation)
+    parallelism, parallelism_source = default_parallelism()
+    plan = export_import.plan_files(config, len(files) - len(done), target, parallelism)  # done: of this export only
+    report.add("plan", f"{plan.describe()}; parallelism {parallelism} from {parallelism_source}")
+    report.add("resume", f"would resume: {len(done)} of {len(files)} data files already imported, {plan.files} to import"
+               if done else f"from the start: {plan.files} of {len(files)} data files to import")  # fmt: skip
+    _add_target(config, checks.target, checks.creation, report)
+    if config.target.stream_changes is True or config.kinesis is not None:
+        report.add("changes", _describe_chained_stream(config, checks))
+        _add_checkpoint(config, report)
+    return report
+
+
+def _describe_chained_stream(config: MigratorConfig, checks: export_import.ImportPreflight) -> str:
+    """The live table's stream replicated after the import; without a checkpoint to resume, the run's gap check."""
+    live = chaining.find_live_stream(config, checks.source)
+    if config.kinesis is not None:
+        return (f"after the import, Kinesis stream {config.kinesis.stream_arn} of table {live.table!r} from the "
+                "export's time (its retention is checked when the run starts)")  # fmt: skip
+    resumes = checkpoint.committed_without_spark(checkpoint.location(config))
+    if resumes is False:  # a fresh start: the run checks the stream holds every change since the export
+        chaining.check_gap(config, live, checks.source.summary)  # raises StreamGap as the run would
+    gap = {False: "checked against the export's time, as the run checks it", True: "the checkpoint resumes",
+           None: "whether it holds every change since the export is checked when the run reads the checkpoint"}  # fmt: skip
+    stream = live.stream.arn if live.stream else "a stream the run would enable (source.acceptStreamGap)"
+    return f"after the import, DynamoDB stream {stream} of table {live.table!r} from the export's time; {gap[resumes]}"
+
+
+def _imported_files(loaded: LoadedConfig, checks: export_import.ImportPreflight, report: DryRunReport) -> frozenset[str]:
+    """The run's savepoint checks for an import, read only: the data files already imported."""
+    config = loaded.config
+    if config.savepoints.is_hadoop:
+        report.add("savepoints", f"{config.savepoints.path}: not read in a dry run (a Hadoop folder is read through Spark)")
+        return frozenset(config.skip_files)
+    side = savepoint_folders.export_side(config.source, checks.source.summary.export_arn)
+    store = savepoint_folders.open_store(loaded, _no_spark, side)
+    writable = _writability(config)
+    done = imported_so_far(config, checks, store)
+    report.add("savepoints", f"{store.path}: {'found' if store.load_files() is not None else 'none yet'}; {writable}")
+    return done
+
+
+def _export_write_plan(config: MigratorConfig, report: DryRunReport) -> DryRunReport:
+    """A table written as an S3 export: the source, the segments, where the export would go."""
+    checks = export_write.preflight(config)
+    report.add("source", f"table {config.source.table!r}: {_describe_table(checks.source)}")
+    parallelism, parallelism_source = default_parallelism()
+    plan = export_write.plan_scan(config, checks.source, parallelism)
+    report.add("plan", f"{plan.describe()}; parallelism {parallelism} from {parallelism_source}")
+    folder = checks.target
+    checked = "" if not folder.hadoop else " (a Hadoop folder is checked for an earlier export when the run starts)"
+    report.add("export", f"would write a new export under {folder.where('')}: _started, {plan.total_segments} gzip "
+               f"DYNAMODB_JSON data files (one per segment), then the manifests{checked}")  # fmt: skip
+    return report
+
+
+def _add_target(config: MigratorConfig, existing: tables.TableInfo | None, creation: Mapping[str, Any],
+                report: DryRunReport) -> None:  # fmt: skip
+    if existing is None:
+        report.add("target", f"would create {describe_creation(creation)}")
+    else:
+        report.add("target", f"table {config.target.table!r} exists with matching keys: {_describe_table(existing)}")
+
+
+def _add_checkpoint(config: MigratorConfig, report: DryRunReport) -> None:
+    where = checkpoint.location(config)
+    checkpoint.check_writable(where)
+    report.add("checkpoint", f"{where}: {checkpoint.describe_without_spark(where)}")
 
 
 def _savepoint(loaded: LoadedConfig, checks: TableCopyPreflight, report: DryRunReport) -> ResumePoint:

@@ -142,17 +142,7 @@ def _import_export(
         loaded, spark_factory, savepoint_folders.export_side(config.source, checks.source.summary.export_arn)
     )
     store.check_writable()
-    progress = store.load_files()
-    done = export_import.imported_files(progress, config.skip_files, checks.source, store.path)
-    if progress is not None and progress.done_files and checks.target is not None:
-        recorded_files = len(progress.done_files)
-        check_recorded_target(store.path, recorded_files, "data files", progress.target, checks.target, config.target.table)
-    if done and checks.target is None:
-        raise SavepointError(
-            f"{len(done)} data files are recorded as imported (savepoint {store.path} or skipFiles), "
-            f"but target table {config.target.table!r} does not exist: skipping them would leave it "
-            "incomplete; delete the savepoint (and skipFiles) to import everything again"
-        )
+    done = imported_so_far(config, checks, store)
     live = stream = None  # the live table's stream, when chained
     if chained:
         checkpoint.check_writable(checkpoint.location(config))
@@ -183,6 +173,23 @@ def _import_export(
     except CheckpointError as exc:
         raise chaining.chained_checkpoint_error(exc, saved.where) from None
     return result
+
+
+def imported_so_far(config: MigratorConfig, checks: export_import.ImportPreflight, store: SavepointStore) -> frozenset[str]:
+    """The export's data files already imported (savepoint and skipFiles), checked against the export and the
+    target the savepoint recorded; raises before anything is written (the run and its dry run alike)."""
+    progress = store.load_files()
+    done = export_import.imported_files(progress, config.skip_files, checks.source, store.path)
+    if progress is not None and progress.done_files and checks.target is not None:
+        recorded_files = len(progress.done_files)
+        check_recorded_target(store.path, recorded_files, "data files", progress.target, checks.target, config.target.table)
+    if done and checks.target is None:
+        raise SavepointError(
+            f"{len(done)} data files are recorded as imported (savepoint {store.path} or skipFiles), "
+            f"but target table {config.target.table!r} does not exist: skipping them would leave it "
+            "incomplete; delete the savepoint (and skipFiles) to import everything again"
+        )
+    return done
 
 
 def _write_export(

@@ -149,14 +149,22 @@ def local_write_problem(path: Path) -> str | None:
     return None
 
 
+def committed_without_spark(where: str) -> bool | None:
+    """Whether a local checkpoint holds committed batches, read with plain file access; None: not local, not read."""
+    if not _is_local(where):
+        return None
+    commits = _local_path(where) / "commits"
+    return commits.is_dir() and any(p.name.isdigit() for p in commits.iterdir())
+
+
 def describe_without_spark(where: str) -> str:
     """What a local checkpoint holds, read with plain file access (a dry run starts no Spark); others are not read."""
-    if not _is_local(where):
+    committed = committed_without_spark(where)
+    if committed is None:
         return "not read in a dry run (a Hadoop location is read through Spark)"
-    root = _local_path(where)
-    commits = root / "commits"
-    if commits.is_dir() and any(p.name.isdigit() for p in commits.iterdir()):
+    if committed:
         return "holds committed batches: replication would resume from its offsets"
+    root = _local_path(where)
     recorded = root / REPLAY_START_FILE
     if recorded.is_file():
         start = ReplayStart.from_json(recorded.read_text(encoding="utf-8"), where)

@@ -116,15 +116,7 @@ def import_export(
     source: S3ExportSource = config.source
     manifests = checks.source
     pending = [(n, f) for n, f in enumerate(manifests.files, start=1) if f.data_file_s3_key not in done]
-    write_units = planned_units(
-        config.target.write_throughput, target.write_capacity, config.target.throughput_write_percent
-    )
-    plan = plan_import(
-        files=len(pending),
-        parallelism=spark.sparkContext.defaultParallelism,
-        max_map_tasks=source.max_map_tasks,
-        write_units=write_units,
-    )
+    plan = plan_files(config, len(pending), target, spark.sparkContext.defaultParallelism)
     log.info("import plan: %s", plan.describe())
     summary = ImportSummary(
         source=source.location,
@@ -153,6 +145,16 @@ def import_export(
         run_units(spark, tasks, plan.concurrency, on_imported, FILE_JOBS)
     summary.finished = time.monotonic()
     return summary
+
+
+def plan_files(config: MigratorConfig, files: int, target: TableInfo, parallelism: int) -> ImportPlan:
+    """How `files` data files are imported: tasks at once and each one's share of the target's write rate."""
+    write_units = planned_units(
+        config.target.write_throughput, target.write_capacity, config.target.throughput_write_percent
+    )
+    return plan_import(
+        files=files, parallelism=parallelism, max_map_tasks=config.source.max_map_tasks, write_units=write_units
+    )
 
 
 def _apply_incremental(

@@ -15,8 +15,11 @@ from migrator.config import load_config
 from migrator.snapshot import savepoint_folders
 from migrator.snapshot.savepoints import SnapshotProgress, TargetTable
 from migrator.target import tables
-from testsupport.endpoint import list_tables, put_items, side
+from testsupport.endpoint import list_tables, put_items, scan_all, side
+from testsupport.export_imports import export_source, import_config
+from testsupport.export_writes import export_target
 from testsupport.jobs import assert_one_clear_line, run_job, write_config
+from testsupport.s3_exports import export_live_table
 from testsupport.sample_data import create_sample_table, make_items
 
 pytestmark = pytest.mark.integration
@@ -132,3 +135,76 @@ def save_interrupted_copy(config_path: Path, copied: set[int], total_segments: i
     )
     store.save(progress)
     return Path(store.path)
+
+
+# ---- S3 exports: an import (resumable, chained) and a written export ----
+
+
+def test_an_import_into_a_missing_target_is_planned_and_nothing_is_created(s3, dynamodb, endpoint_url, table_name, tmp_path):
+    source, target = table_name("dry-exp-src"), table_name("dry-exp-dst")
+    create_sample_table(dynamodb, source)
+    put_items(dynamodb, source, make_items(12))
+    export = export_live_table(s3, dynamodb, source, files=3)
+    config = import_config(tmp_path, endpoint_url, export, target)
+
+    result = dry_run(config, tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert "FULL_EXPORT, DYNAMODB_JSON, 3 data files" in result.stdout
+    assert "from the start: 3 of 3 data files to import" in result.stdout
+    assert f"would create table {target!r}: keys " in result.stdout
+    assert target not in list_tables(dynamodb)
+    assert files_under(tmp_path / "savepoints") == []
+
+
+def test_an_import_with_files_done_says_where_it_would_resume(s3, dynamodb, endpoint_url, table_name, tmp_path):
+    source, target = table_name("dry-exp-src"), table_name("dry-exp-dst")
+    create_sample_table(dynamodb, source)
+    create_sample_table(dynamodb, target)
+    put_items(dynamodb, source, make_items(12))
+    export = export_live_table(s3, dynamodb, source, files=3)
+    config = write_config(tmp_path, {"source": export_source(endpoint_url, export.bucket, export.summary_key),
+                                     "target": side(endpoint_url, target), "skipFiles": export.data_keys[:1]})  # fmt: skip
+
+    result = dry_run(config, tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert "would resume: 1 of 3 data files already imported, 2 to import" in result.stdout
+    assert f"table {target!r} exists with matching keys" in result.stdout
+    assert scan_all(dynamodb, target) == []
+
+
+def test_a_chained_import_whose_stream_misses_changes_is_the_runs_gap_error(s3, dynamodb, endpoint_url, table_name, tmp_path):
+    live, target = table_name("dry-live"), table_name("dry-chained-dst")
+    create_sample_table(dynamodb, live)  # no stream: the changes since the export are nowhere
+    put_items(dynamodb, live, make_items(5))
+    export = export_live_table(s3, dynamodb, live)
+    config = write_config(tmp_path, {
+        "source": {**export_source(endpoint_url, export.bucket, export.summary_key), "streamSource": side(endpoint_url, live)},
+        "target": side(endpoint_url, target, streamChanges=True),
+        "checkpointLocation": str(tmp_path / "checkpoint"),
+    })  # fmt: skip
+
+    result = dry_run(config, tmp_path)
+
+    assert result.returncode == 2
+    assert_one_clear_line(result, ["acceptStreamGap"])
+    assert target not in list_tables(dynamodb)
+    assert not dynamodb.describe_table(TableName=live)["Table"].get("StreamSpecification", {}).get("StreamEnabled")
+    assert files_under(tmp_path / "checkpoint") == []
+
+
+def test_a_written_export_is_planned_and_its_folder_stays_empty(dynamodb, endpoint_url, table_name, tmp_path):
+    source = table_name("dry-write-src")
+    create_sample_table(dynamodb, source)
+    put_items(dynamodb, source, make_items(10))
+    exports = tmp_path / "exports"
+    config = write_config(tmp_path, {"source": side(endpoint_url, source, scanSegments=4),
+                                     "target": export_target(endpoint_url, str(exports))})  # fmt: skip
+
+    result = dry_run(config, tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert "4 scan segments" in result.stdout
+    assert f"would write a new export under {exports}: _started, 4 gzip DYNAMODB_JSON data files" in result.stdout
+    assert files_under(exports) == []
