@@ -113,7 +113,7 @@ def migrate(
         try:
             replay_start.check_before_replication(saved, stream)  # the snapshot may have outlasted the stream
             result.phase = "replication"
-            result.replication = replicate(spark, loaded, stream, saved.where, should_stop, metrics)
+            result.replication = replicate(spark, config, stream, saved.where, should_stop, metrics)
             result.replication.reinitializations = reinitializations
             return result
         except CheckpointError as exc:
@@ -169,7 +169,7 @@ def _import_export(
             chaining.check_gap(config, live, checks.source.summary, imported=True)
     try:
         result.phase = "replication"
-        result.replication = replicate(spark, loaded, stream, saved.where, should_stop, metrics)
+        result.replication = replicate(spark, config, stream, saved.where, should_stop, metrics)
     except CheckpointError as exc:
         raise chaining.chained_checkpoint_error(exc, saved.where) from None
     return result

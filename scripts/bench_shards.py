@@ -49,7 +49,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # testsupport
 
-from migrator.replicate.datasource import ChangesReader, feed_option  # noqa: E402
+from migrator.config import load_config  # noqa: E402
+from migrator.replicate.datasource import ChangesReader, feed_of  # noqa: E402
 from migrator.replicate.query import TRIGGER_INTERVAL  # noqa: E402
 from migrator.source.dynamodb_streams import StreamInfo  # noqa: E402
 from testsupport.streamserver import ScriptedStreamServer, make_shard_id  # noqa: E402
@@ -219,11 +220,11 @@ def measure(shards: int, args: argparse.Namespace, workdir: Path) -> Run:
     child.start()
     try:
         endpoint_url, arn = ours.recv()
-        options = {"config": str(write_config(workdir, endpoint_url)),
-                   "feed": feed_option(StreamInfo(arn, VIEW, KEY_NAMES), TABLE)}  # fmt: skip
+        source = load_config(str(write_config(workdir, endpoint_url))).config.source.client_spec("source")
+        feed = feed_of(StreamInfo(arn, VIEW, KEY_NAMES), source, TABLE)
         rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         try:
-            drive(run, ChangesReader(options), args.seconds)
+            drive(run, ChangesReader(feed), args.seconds)
         except Exception as exc:  # reported, and the exit code says so
             run.error = f"{type(exc).__name__}: {exc}"
         run.rss_growth_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before

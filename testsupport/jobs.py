@@ -86,10 +86,15 @@ def assert_one_clear_line(result, texts: list[str]) -> None:
 
 
 def start_job(
-    config: Path, job: str = "migrate.py", args: tuple[str, ...] = (), log4j_config: Path | None = LOG4J_CONFIG
+    config: Path | str,
+    job: str = "migrate.py",
+    args: tuple[str, ...] = (),
+    log4j_config: Path | None = LOG4J_CONFIG,
+    env: dict[str, str] | None = None,
 ) -> subprocess.Popen:
     """spark-submit jobs/<job> in its own process group, stdout and stderr merged; with
-    `log4j_config` None, Spark's logging is left to the migrator, as a user who passes none."""
+    `log4j_config` None, Spark's logging is left to the migrator, as a user who passes none;
+    `env` is added to the environment."""
     command = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]"]
     if log4j_config is not None:
         command += ["--driver-java-options", f"-Dlog4j2.configurationFile={log4j_config}"]
@@ -97,7 +102,7 @@ def start_job(
     return subprocess.Popen(
         command,
         cwd=REPO,
-        env=job_env(),
+        env=job_env(env),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

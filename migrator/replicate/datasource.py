@@ -22,7 +22,6 @@ and the row schema here is the one contract between the reader and `migrator.rep
 
 from __future__ import annotations
 
-import json
 import pickle
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -30,7 +29,6 @@ from typing import Any, Iterator
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
-from migrator.config import load_config
 from migrator.connection import ClientSpec
 from migrator.errors import CheckpointError
 from migrator.source.dynamodb_streams import StreamInfo
@@ -69,45 +67,46 @@ class ShardRange:
     first: str | None = None  # the first record the range held when it was planned
 
 
-class ChangesDataSource(DataSource):
-    """`spark.readStream.format("dynamodb_changes")`: options `config` and `feed` (see `feed_option`)."""
+def changes_source(feed: Feed) -> type[DataSource]:
+    """The data source class of one replication: `spark.readStream.format("dynamodb_changes")`, reading `feed`.
 
-    @classmethod
-    def name(cls) -> str:
-        return SOURCE_NAME
+    The reader needs the live table's client spec, credentials included. Options cannot carry
+    them: they are strings, shown in the query plan, the Spark UI and the event log. Nor can the
+    reader load the config again: it runs in Python processes the driver's JVM starts, with no
+    SparkContext to reach an `hdfs://` config, and a config the Python API parsed from text is no
+    file at all. The class made here holds the feed, and Spark pickles a registered class (by
+    value, since this one cannot be imported by name) into the processes that plan and read the
+    stream. The feed is what the driver resolved (the region it pinned too), credentials only as
+    `Secret` values, as in the partitions that carry it on to executors.
+    """
 
-    def schema(self) -> str:
-        return ROW_SCHEMA
+    class ChangesDataSource(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return SOURCE_NAME
 
-    def streamReader(self, schema) -> "ChangesReader":
-        return ChangesReader(self.options)
+        def schema(self) -> str:
+            return ROW_SCHEMA
+
+        def streamReader(self, schema) -> "ChangesReader":
+            return ChangesReader(feed)
+
+    return ChangesDataSource
 
 
-def feed_option(stream: StreamInfo | KinesisStream, table: str) -> str:
-    """What the reader needs to know about the stream, as a data source option (no secrets)."""
+def feed_of(stream: StreamInfo | KinesisStream, source: ClientSpec, table: str) -> Feed:
+    """The feed that reads `stream` with `source`'s client spec; `table` is the live table (a Kinesis
+    stream may carry the records of several tables)."""
     if isinstance(stream, KinesisStream):
-        return json.dumps({
-            "kind": "kinesis", "arn": stream.arn, "table": table, "keyNames": list(stream.key_names),
-            "startAt": stream.start_at, "retentionHours": stream.retention_hours,
-        })  # fmt: skip
-    return json.dumps({"kind": "dynamodb-streams", "arn": stream.arn, "viewType": stream.view_type, "keyNames": list(stream.key_names)})
-
-
-def _feed(source: ClientSpec, option: str) -> Feed:
-    spec = json.loads(option)
-    if spec["kind"] == "kinesis":
-        return KinesisFeed(source, spec["arn"], spec["table"], tuple(spec["keyNames"]), spec["startAt"], spec.get("retentionHours", 24))
-    return DynamoDBStreamsFeed(source, spec["arn"], spec["viewType"], tuple(spec["keyNames"]))
+        return KinesisFeed(source, stream.arn, table, tuple(stream.key_names), stream.start_at, stream.retention_hours)
+    return DynamoDBStreamsFeed(source, stream.arn, stream.view_type, tuple(stream.key_names))
 
 
 class ChangesReader(DataSourceStreamReader):
     """Offsets are per-shard positions; the driver plans one partition per shard with new records."""
 
-    def __init__(self, options: dict[str, str]):
-        # Credentials are not options (options show in query plans): they come from the config file.
-        config = load_config(options["config"]).config
-        # The table whose stream is read: the source, or an S3 export's streamSource.
-        self._feed = _feed(config.live_source.client_spec("source"), options["feed"])
+    def __init__(self, feed: Feed):
+        self._feed = feed
         self._arn = self._feed.arn
         self._position: StreamOffset | None = None
         self._listing = ShardListing()  # paced to the listing API's quota (DescribeStream: 10 calls/s)

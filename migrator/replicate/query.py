@@ -25,7 +25,7 @@ from typing import Any, Callable
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 
-from migrator.config import LoadedConfig
+from migrator.config import MigratorConfig
 from migrator.errors import CheckpointError, MigratorError, rebuild_error
 from migrator.metrics import ReplicationMetrics
 from migrator.replicate.apply import (
@@ -38,7 +38,7 @@ from migrator.replicate.apply import (
     replication_rates,
 )
 from migrator.replicate.checkpoint import Checkpoint
-from migrator.replicate.datasource import SOURCE_NAME, ChangesDataSource, feed_option
+from migrator.replicate.datasource import SOURCE_NAME, changes_source, feed_of
 from migrator.source.dynamodb_streams import StreamInfo
 from migrator.source.kinesis import KinesisStream, epoch_of
 from migrator.spark import leave_ctrl_c_to_the_driver
@@ -84,7 +84,7 @@ class ReplicationSummary:
 
 def replicate(
     spark: SparkSession,
-    loaded: LoadedConfig,
+    config: MigratorConfig,
     stream: StreamInfo | KinesisStream,
     checkpoint: str,
     should_stop: Callable[[ReplicationSummary], bool] | None = None,
@@ -98,11 +98,11 @@ def replicate(
     It is its DynamoDB stream, or the Kinesis stream it streams to (then each key's last
     applied change is kept, to drop duplicates and stale records: `_KeyStateKeeper`).
     """
-    config = loaded.config
     live = config.live_source
-    spark.dataSource.register(ChangesDataSource)
+    source = live.client_spec("source")
+    spark.dataSource.register(changes_source(feed_of(stream, source, live.table)))
     task = ApplyTask(
-        source=live.client_spec("source"),
+        source=source,
         target=config.target.client_spec("target"),
         source_table=live.table,
         target_table=config.target.table,
@@ -122,12 +122,7 @@ def replicate(
     summary = ReplicationSummary()
     metrics = metrics or ReplicationMetrics(config.ready_lag, config.metrics_port, config.metrics_host)
     alive = Checkpoint(spark, checkpoint)
-    changes = (
-        spark.readStream.format(SOURCE_NAME)
-        .option("config", loaded.path)
-        .option("feed", feed_option(stream, live.table))
-        .load()
-    )
+    changes = spark.readStream.format(SOURCE_NAME).load()
     keeper = _KeyStateKeeper(alive, stream) if isinstance(stream, KinesisStream) else None
     failures: list[MigratorError] = []
 

@@ -123,7 +123,7 @@ class Replication:
                 "target": side(endpoint_url, target, **target_options),
             },
         )
-        self.loaded = load_config(str(path))
+        self.config = load_config(str(path)).config
         self.stream = StreamInfo(server.stream_arn, VIEW, KEY_NAMES)
         self.checkpoint = tmp_path / "checkpoint"
         self.observed: list[dict[Key, dict[str, dict]]] = []  # the target at every poll, every run
@@ -155,7 +155,7 @@ class Replication:
                 return True
             return time.monotonic() > deadline
 
-        summary = replicate(self.spark, self.loaded, self.stream, str(self.checkpoint), should_stop=should_stop)
+        summary = replicate(self.spark, self.config, self.stream, str(self.checkpoint), should_stop=should_stop)
         assert outcome["done"], (
             f"replication did not reach the expected state in {seconds:.0f} s; target: {_show(self.state())}; "
             f"stream server calls: {self.server.counts}, errors: {self.server.fault_counts}, bugs: {self.server.errors}"
@@ -178,7 +178,7 @@ class Replication:
             return time.monotonic() > deadline
 
         try:
-            replicate(self.spark, self.loaded, self.stream, str(self.checkpoint), should_stop=should_stop)
+            replicate(self.spark, self.config, self.stream, str(self.checkpoint), should_stop=should_stop)
         except Exception as exc:  # noqa: BLE001 - the test asserts on the type
             return exc
         return None
