@@ -102,10 +102,18 @@ class _ReportHandler(socketserver.StreamRequestHandler):
 
 
 @contextmanager
-def progress_channel(bind_host: str, advertised_host: str) -> Iterator[tuple[ProgressAddress, RunningUnits]]:
-    """Listen for running units' reports until the block ends; the address tasks send to, and their counts."""
+def progress_channel(bind_host: str, advertised_host: str) -> Iterator[tuple[ProgressAddress | None, RunningUnits]]:
+    """Listen for running units' reports until the block ends; the address tasks send to, and their counts.
+
+    The address is None when the driver cannot listen there: units are then counted as they finish.
+    """
     running = RunningUnits()
-    server = _ReportServer(bind_host, secrets.token_hex(16), running)
+    try:
+        server = _ReportServer(bind_host, secrets.token_hex(16), running)
+    except OSError as exc:
+        log.warning("progress counts segments as they finish: cannot listen on %s for running ones (%s)", bind_host, exc)
+        yield None, running
+        return
     thread = threading.Thread(target=server.serve_forever, name="progress-reports", daemon=True)
     thread.start()
     try:

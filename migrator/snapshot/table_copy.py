@@ -126,7 +126,7 @@ def copy_table(
 
 
 def _task(
-    config: MigratorConfig, plan: SnapshotPlan, checks: TableCopyPreflight, segment: int, progress: ProgressAddress
+    config: MigratorConfig, plan: SnapshotPlan, checks: TableCopyPreflight, segment: int, progress: ProgressAddress | None
 ) -> SegmentTask:
     return SegmentTask(
         **read_settings(config, checks),

@@ -7,15 +7,18 @@ One slow segment: 80 items of about 50 KB, so a Scan page (1 MB) holds about 20 
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import re
+import socket
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
+from migrator.snapshot.progress_channel import RunningCounts, progress_channel, reporting
 from testsupport.all_types import assert_same_items
 from testsupport.emulator import free_port
 from testsupport.endpoint import put_items, scan_all, side
@@ -134,3 +137,16 @@ def _run_on_a_terminal(config: Path, *args: str) -> str:
     os.close(controller)
     assert job.wait(timeout=60) == 0, b"".join(chunks).decode(errors="replace")
     return b"".join(chunks).decode(errors="replace")
+
+
+def test_reports_count_only_with_the_runs_token():
+    with progress_channel("127.0.0.1", "127.0.0.1") as (address, running):
+        with socket.create_connection((address.host, address.port), timeout=10) as stray:
+            stray.sendall(json.dumps({"token": "a guess", "unit": 0, "items": 999, "bytes": 9}).encode() + b"\n")
+            assert stray.recv(1) == b"", "the driver kept a connection that sent a wrong token"
+        with reporting(address, 1, lambda: RunningCounts(5, 50)):
+            deadline = time.monotonic() + 30
+            while running.totals() != RunningCounts(5, 50) and time.monotonic() < deadline:
+                time.sleep(0.1)
+
+    assert running.totals() == RunningCounts(5, 50)

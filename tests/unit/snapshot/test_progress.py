@@ -7,7 +7,7 @@ import logging
 from migrator.metrics import SnapshotMetrics
 from migrator.snapshot.outcomes import SegmentOutcome
 from migrator.snapshot.progress import ProgressReporter, SnapshotSummary, eta_seconds, items_before_this_run
-from migrator.snapshot.progress_channel import RunningCounts, RunningUnits
+from migrator.snapshot.progress_channel import RunningCounts, RunningUnits, progress_channel
 from prometheus_client import CollectorRegistry
 
 
@@ -77,3 +77,11 @@ def test_a_line_counts_the_items_of_segments_still_running(caplog):
     assert registry.get_sample_value("migrator_snapshot_bytes_total") == 50_000
     assert registry.get_sample_value("migrator_snapshot_segments_done") == 1
     assert registry.get_sample_value("migrator_snapshot_segments_planned") == 4
+
+
+def test_a_driver_that_cannot_listen_counts_segments_as_they_finish(caplog):
+    with progress_channel("203.0.113.7", "203.0.113.7") as (address, running):  # TEST-NET-3: not this machine's
+        assert address is None
+        running.report(0, RunningCounts(1, 1))
+
+    assert "progress counts segments as they finish: cannot listen on 203.0.113.7" in caplog.text
