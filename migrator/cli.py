@@ -42,7 +42,8 @@ def main(argv: list[str] | None = None) -> int:
 
             return dry_run(loaded).render(), 0
         result = phases["result"] = run.MigrationResult()
-        return run.migrate(loaded, spark_factory, result=result).render(), 0
+        # A bar only beside text logs: --log-format json is for log shippers.
+        return run.migrate(loaded, spark_factory, result=result, progress_bar=args.log_format == "text").render(), 0
 
     def finished() -> dict[str, Any]:
         result = phases.get("result")

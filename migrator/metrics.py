@@ -1,4 +1,6 @@
-"""Replication metrics on the driver: Prometheus counters and gauges, and the lag alerts.
+"""Metrics on the driver: the snapshot's and the replication's Prometheus counters and gauges, and the lag alerts.
+
+One registry serves both phases on metricsPort, bound before anything is written (`endpoint`).
 
 Lag is now minus the creation time of the newest change applied. DynamoDB Streams keeps
 records 24 hours, so a lag of 4 hours is worth a warning and 12 hours is the last call
@@ -22,11 +24,60 @@ CRITICAL_LAG_SECONDS = 12 * 3600
 DEPRECATED = "Deprecated, removed in the next release: use"
 
 
-class ReplicationMetrics:
-    """Counters and gauges of one replication, served over HTTP when a port is given."""
+def endpoint(port: int | None, host: str = "0.0.0.0") -> CollectorRegistry:
+    """A registry for the run's metrics, served on `port` when given.
 
-    def __init__(self, ready_lag_seconds: float, port: int | None = None, host: str = "0.0.0.0"):
-        self.registry = CollectorRegistry()
+    Listening now, before anything is written, means a port in use stops the job then.
+    """
+    registry = CollectorRegistry()
+    if port is not None:
+        try:
+            start_http_server(port, addr=host, registry=registry)
+        except OSError as exc:
+            raise MetricsPortUnavailable(port, exc, host) from None
+        log.info("Prometheus metrics on %s:%d", host, port)
+    return registry
+
+
+class SnapshotMetrics:
+    """Counters and gauges of the table copy, updated every few seconds while segments run.
+
+    Prometheus keeps the `_total` suffix for counters, so the planned segments are
+    `migrator_snapshot_segments_planned` rather than `..._segments_total`.
+    """
+
+    def __init__(self, registry: CollectorRegistry):
+        self.items = Counter(
+            "migrator_snapshot_items", "Items written to the target by this run, running segments included",
+            registry=registry,
+        )  # fmt: skip
+        self.bytes = Counter(
+            "migrator_snapshot_bytes", "Size of the items written by this run, as DynamoDB counts item sizes",
+            registry=registry,
+        )  # fmt: skip
+        self.segments_done = Gauge(
+            "migrator_snapshot_segments_done", "Segments copied, by this run or an earlier one, or skipped on request",
+            registry=registry,
+        )  # fmt: skip
+        self.segments_planned = Gauge("migrator_snapshot_segments_planned", "Segments of the copy", registry=registry)
+
+    def observe(self, *, new_items: int, new_bytes: int, segments_done: int, segments_planned: int) -> None:
+        """Items and bytes copied since the last call, and the segments now."""
+        self.items.inc(new_items)
+        self.bytes.inc(new_bytes)
+        self.segments_done.set(segments_done)
+        self.segments_planned.set(segments_planned)
+
+
+class ReplicationMetrics:
+    """Counters and gauges of one replication, served over HTTP when a port is given,
+    or added to an `endpoint`'s registry (the run's snapshot metrics are there too)."""
+
+    def __init__(
+        self, ready_lag_seconds: float, port: int | None = None, host: str = "0.0.0.0",
+        registry: CollectorRegistry | None = None,
+    ):  # fmt: skip
+        self.registry = registry if registry is not None else endpoint(port, host)
         self.records = Counter(
             "migrator_stream_records_consumed", "Stream records read and applied", registry=self.registry
         )
@@ -64,16 +115,6 @@ class ReplicationMetrics:
         self._ready_lag = ready_lag_seconds
         self._is_ready = False
         self._alert_level = 0
-        if port is not None:
-            self._serve(host, port)
-
-    def _serve(self, host: str, port: int) -> None:
-        """Listen on the port now: built before anything is written, a port in use stops the job then."""
-        try:
-            start_http_server(port, addr=host, registry=self.registry)
-        except OSError as exc:
-            raise MetricsPortUnavailable(port, exc, host) from None
-        log.info("Prometheus metrics on %s:%d", host, port)
 
     def observe(
         self, *, records: int, puts: int, deletes: int, retries: int, shards: int, lag_seconds: float | None,

@@ -17,7 +17,7 @@ from migrator import aws
 from migrator.config import LoadedConfig, MigratorConfig
 from migrator.driver_region import with_the_drivers_region
 from migrator.errors import CheckpointError, RecordedTargetMissing, RecordedTargetReplaced, SavepointError
-from migrator.metrics import ReplicationMetrics
+from migrator.metrics import ReplicationMetrics, SnapshotMetrics, endpoint
 from migrator.replicate import chaining, checkpoint, replay_start
 from migrator.replicate.checkpoint import Checkpoint
 from migrator.replicate.kinesis_start import open_kinesis
@@ -54,11 +54,13 @@ def migrate(
     spark_factory: SparkFactory,
     should_stop: Callable[[ReplicationSummary], bool] | None = None,
     result: MigrationResult | None = None,
+    progress_bar: bool = False,
 ) -> MigrationResult:
     """Check everything, then copy the snapshot and, when asked, replicate changes until Ctrl+C.
 
     `should_stop` ends replication without Ctrl+C (notebooks and tests). `result`, when given,
     is filled in as phases finish, so a caller still has them when a later phase fails.
+    `progress_bar`: show a table copy's progress as a bar when the output reaches a terminal.
     """
     loaded = with_the_drivers_region(loaded)  # executors call the region the checks called
     config = loaded.config
@@ -80,7 +82,9 @@ def migrate(
     streaming = config.target.stream_changes is True or config.kinesis is not None
     if streaming:
         checkpoint.check_writable(checkpoint.location(config))
-    metrics = ReplicationMetrics(config.ready_lag, config.metrics_port, config.metrics_host) if streaming else None  # binds metricsPort
+    registry = endpoint(config.metrics_port, config.metrics_host)  # binds metricsPort: the snapshot's and the replication's
+    metrics = ReplicationMetrics(config.ready_lag, registry=registry) if streaming else None
+    snapshot_metrics = SnapshotMetrics(registry)
     spark = spark_factory()
     saved = Checkpoint(spark, checkpoint.location(config)) if streaming else None
     reinitializations = 0
@@ -101,7 +105,9 @@ def migrate(
         if not (streaming and config.target.skip_initial_snapshot_transfer):
             result.phase = "snapshot"
             plan = plan_copy(config, checks.source, target, start.total_segments, spark.sparkContext.defaultParallelism)
-            result.snapshot = copy_table(spark, config, plan, checks, store, start, target)
+            result.snapshot = copy_table(
+                spark, config, plan, checks, store, start, target, metrics=snapshot_metrics, progress_bar=progress_bar
+            )
             # After a restart's re-copy: what the source deleted meanwhile goes from the target too.
             result.snapshot.deleted_from_target = prune.delete_what_the_source_no_longer_has(
                 spark, config, checks.source, plan, store

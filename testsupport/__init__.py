@@ -28,7 +28,8 @@ Data:
 
 Running the migrator from a test:
     endpoint                   the test endpoint's region and keys, clients, config blocks, table reads
-    jobs                       config files, runs in process, as a process or under spark-submit, output
+    jobs                       config files, runs in process, as a process or under spark-submit, output,
+                               the metrics endpoint scraped
     ports                      a closed loopback port, a busy one
     resume                     an interrupted snapshot copy or validation: units recorded, segments scanned
     planted                    two tables with a difference of every kind, and the validator's expected samples

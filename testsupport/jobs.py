@@ -1,5 +1,5 @@
 """Running the migrator as a test does: config files, in process on a Spark session, as a process or
-under spark-submit, and reading what such a process prints."""
+under spark-submit, and reading what such a process prints and its metrics endpoint serves."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -95,12 +96,8 @@ def start_job(
     """spark-submit jobs/<job> in its own process group, stdout and stderr merged; with
     `log4j_config` None, Spark's logging is left to the migrator, as a user who passes none;
     `env` is added to the environment."""
-    command = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]"]
-    if log4j_config is not None:
-        command += ["--driver-java-options", f"-Dlog4j2.configurationFile={log4j_config}"]
-    command += [str(REPO / "jobs" / job), "--config", str(config), *args]
     return subprocess.Popen(
-        command,
+        spark_submit_command(config, job, args, log4j_config),
         cwd=REPO,
         env=job_env(env),
         stdin=subprocess.DEVNULL,
@@ -109,6 +106,16 @@ def start_job(
         text=True,
         start_new_session=True,  # its own process group: signals reach JVM and Python
     )
+
+
+def spark_submit_command(
+    config: Path | str, job: str = "migrate.py", args: tuple[str, ...] = (), log4j_config: Path | None = LOG4J_CONFIG
+) -> list[str]:
+    """spark-submit jobs/<job> --config <config> <args> on local[2]."""
+    command = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]"]
+    if log4j_config is not None:
+        command += ["--driver-java-options", f"-Dlog4j2.configurationFile={log4j_config}"]
+    return command + [str(REPO / "jobs" / job), "--config", str(config), *args]
 
 
 def wait_for_output(job: subprocess.Popen, text: str, lines: list[str], timeout: float = 180) -> None:
@@ -122,6 +129,18 @@ def wait_for_output(job: subprocess.Popen, text: str, lines: list[str], timeout:
         elif job.poll() is not None:
             break
     raise AssertionError(f"{text!r} never appeared:\n{''.join(lines[-60:])}")
+
+
+def scrape(port: int) -> dict[str, float]:
+    """The Prometheus text exposition of the running job, as {"name{labels}": value}."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+        text = response.read().decode()
+    samples = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, _, value = line.rpartition(" ")
+            samples[name] = float(value)
+    return samples
 
 
 def drain(job: subprocess.Popen, lines: list[str]) -> threading.Thread:

@@ -39,6 +39,7 @@ class SegmentOutcome(UnitOutcome):
     segment: int
     scanned: int = 0
     skipped_expired: int = 0
+    item_bytes: int = 0  # the items' size as DynamoDB counts it (an export's billedSizeBytes)
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,6 @@ class SegmentFileOutcome(SegmentOutcome):
 
     data_files: tuple[DataFile, ...] = ()  # their manifest lines: key, itemCount, md5Checksum, etag
     size_bytes: int = 0  # of the gzip files
-    item_bytes: int = 0  # the items' size as DynamoDB counts it (the summary's billedSizeBytes)
     data: bytes | None = None  # the gzip file, for the driver to write (a Hadoop folder); else None
     resume_key: Item | None = None  # a piece: where the segment's next piece starts; None: the segment is done
 

@@ -1,7 +1,8 @@
-"""Progress of the table copy on the driver: a line at most every few seconds, and the final summary.
+"""Progress of the table copy on the driver: a line (or a terminal bar) every few seconds, and the final summary.
 
 `SnapshotSummary` and `ProgressReporter` count scan segments (a table copy, or a table written as an
-export); `ImportSummary` and `ImportReporter` count an S3 export's data files as they are imported.
+export), with what running segments report (`progress_channel`); `ImportSummary` and `ImportReporter`
+count an S3 export's data files as they are imported.
 """
 
 from __future__ import annotations
@@ -9,11 +10,18 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
+from typing import Iterator
 
+from migrator.metrics import SnapshotMetrics
 from migrator.snapshot.outcomes import ChangesOutcome, FileOutcome, SegmentOutcome
+from migrator.snapshot.progress_bar import SnapshotBar, snapshot_bar
+from migrator.snapshot.progress_channel import RunningCounts, RunningUnits
 
 log = logging.getLogger(__name__)
+
+TICK_SECONDS = 1.0  # how often the running segments' counts are read; lines go out every interval_seconds
 
 
 @dataclass
@@ -28,6 +36,7 @@ class SnapshotSummary:
     segments_copied: int = 0
     scanned: int = 0
     written: int = 0
+    item_bytes: int = 0  # of the items written, as DynamoDB counts item sizes
     skipped_expired: int = 0
     retries: int = 0
     unprocessed_retries: int = 0
@@ -52,6 +61,7 @@ class SnapshotSummary:
         self.segments_copied += 1
         self.scanned += outcome.scanned
         self.written += outcome.written
+        self.item_bytes += outcome.item_bytes
         self.skipped_expired += outcome.skipped_expired
         self.retries += outcome.retries
         self.unprocessed_retries += outcome.unprocessed_retries
@@ -82,46 +92,126 @@ class SnapshotSummary:
 
 
 class ProgressReporter:
-    """Logs segments done, items copied, rate and ETA; thread-safe."""
+    """Segments done, items copied, rate and ETA: a log line every few seconds, or a bar on a
+    terminal, and the snapshot's metrics; thread-safe.
 
-    def __init__(self, summary: SnapshotSummary, expected_items: int, interval_seconds: float = 5.0):
+    Items count the running segments' reports (`progress_channel`) as well as the segments done,
+    so a large segment shows progress before it finishes.
+    """
+
+    def __init__(
+        self, summary: SnapshotSummary, expected_items: int, interval_seconds: float = 5.0, *,
+        running: RunningUnits | None = None, metrics: SnapshotMetrics | None = None,
+    ):  # fmt: skip
         self._summary = summary
         self._expected_items = expected_items
         self._interval = interval_seconds
+        self._running = running or RunningUnits()
+        self._metrics = metrics
+        self._bar: SnapshotBar | None = None
+        self._counted = RunningCounts()  # what the metrics' counters hold of this run
         self._last = 0.0
         self._lock = threading.Lock()
 
     def record(self, outcome: SegmentOutcome) -> None:
+        """A segment finished: its outcome replaces its running counts."""
         with self._lock:
             self._summary.add(outcome)
-            now = time.monotonic()
-            done = self._summary.segments_done
-            if now - self._last >= self._interval or done == self._summary.segments_total:
-                self._last = now
-                log.info(self._line())
+            self._running.finish(outcome.segment)
+            self._show(last=self._summary.segments_done == self._summary.segments_total)
 
-    def _line(self) -> str:
+    @contextmanager
+    def watching(self, bar: bool = False) -> Iterator[None]:
+        """Show progress every `TICK_SECONDS` while the block runs; as a terminal bar when `bar`."""
+        stop = threading.Event()
+        ticks = threading.Thread(target=self._tick, args=(stop,), name="snapshot-progress", daemon=True)
+        with ExitStack() as stack:
+            if bar:
+                before = round(items_before_this_run(self._summary, self._expected_items))
+                self._bar = stack.enter_context(snapshot_bar(self._expected_items, before))
+            ticks.start()
+            try:
+                yield
+            finally:
+                stop.set()
+                ticks.join()
+                with self._lock:
+                    self._show(last=False)  # the bar and the metrics hold the final counts
+                    self._bar = None
+
+    def _tick(self, stop: threading.Event) -> None:
+        while not stop.wait(TICK_SECONDS):
+            with self._lock:
+                self._show(last=False)
+
+    def _show(self, last: bool) -> None:
+        """Update the metrics and the bar; log a line when the interval has passed (or on the `last` segment)."""
         s = self._summary
-        done = s.segments_done
-        rate = s.items_per_second
+        copied = self._copied()
+        if self._metrics is not None:
+            self._count(copied)
+        if self._bar is not None:
+            self._bar.update(copied.items, s.segments_done, s.segments_total)
+            return
+        now = time.monotonic()
+        if last or now - self._last >= self._interval:
+            self._last = now
+            log.info(self._line(copied.items))
+
+    def _count(self, copied: RunningCounts) -> None:
+        """Add what is new to the counters; a retried segment's counts start again, so they may go down."""
+        counted = self._counted
+        self._metrics.observe(
+            new_items=max(0, copied.items - counted.items), new_bytes=max(0, copied.bytes - counted.bytes),
+            segments_done=self._summary.segments_done, segments_planned=self._summary.segments_total,
+        )  # fmt: skip
+        self._counted = RunningCounts(max(copied.items, counted.items), max(copied.bytes, counted.bytes))
+
+    def _copied(self) -> RunningCounts:
+        """This run's items and bytes: the segments done, and what the running ones reported."""
+        running = self._running.totals()
+        return RunningCounts(self._summary.written + running.items, self._summary.item_bytes + running.bytes)
+
+    def _line(self, items: int) -> str:
+        s = self._summary
+        rate = items / s.seconds if s.seconds > 0 else 0.0
+        seconds = eta_seconds(s, self._expected_items, items)
+        eta = "unknown" if seconds is None else f"{seconds:,.0f}s"
         return (
-            f"snapshot: {done}/{s.segments_total} segments, {s.written:,} items copied, "
-            f"{rate:,.0f} items/s, ETA {self._eta()}"
+            f"snapshot: {s.segments_done}/{s.segments_total} segments, {items:,} items copied, "
+            f"{rate:,.0f} items/s, ETA {eta}"
         )
 
-    def _eta(self) -> str:
-        s = self._summary
-        remaining_segments = s.segments_total - s.segments_done
-        if remaining_segments <= 0:
-            return "0s"
-        if s.segments_copied == 0:
-            return "unknown"
-        if self._expected_items > s.scanned and s.items_per_second > 0:
-            seconds = (self._expected_items - s.scanned) / s.items_per_second
-        else:  # DescribeTable's ItemCount is stale (refreshed about every 6 hours): go by segments
-            seconds = s.seconds / s.segments_copied * remaining_segments
-        return f"{seconds:,.0f}s"
 
+def items_before_this_run(summary: SnapshotSummary, expected_items: int) -> float:
+    """The items of the segments done before this run (or skipped on request), estimated.
+
+    The savepoint lists those segments, not their items; a parallel Scan's segments split the
+    table's keys evenly, so they hold about their share of the table's estimated items.
+    """
+    if summary.segments_total <= 0:
+        return 0.0
+    return expected_items * (summary.segments_resumed + summary.segments_skipped) / summary.segments_total
+
+
+def eta_seconds(summary: SnapshotSummary, expected_items: int, items_this_run: int) -> float | None:
+    """Seconds until the copy ends: the items left at this run's rate; None while unknown.
+
+    Items left are the table's estimated items minus those of the segments done before this run
+    and this run's, so a resumed copy is not timed as if it started from nothing.
+    """
+    s = summary
+    segments_left = s.segments_total - s.segments_done
+    if segments_left <= 0:
+        return 0.0
+    if items_this_run <= 0 or s.seconds <= 0:
+        return None
+    items_left = expected_items - items_before_this_run(s, expected_items) - items_this_run
+    if items_left > 0:
+        return items_left / (items_this_run / s.seconds)
+    if s.segments_copied:  # DescribeTable's ItemCount is stale (refreshed about every 6 hours): go by segments
+        return s.seconds / s.segments_copied * segments_left
+    return None
 
 
 @dataclass

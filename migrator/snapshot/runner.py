@@ -147,6 +147,14 @@ def _run_unit(
         log.warning("%s; retrying the %s (attempt %d of %d)", error, jobs.unit, attempt + 1, SEGMENT_ATTEMPTS)
 
 
+def driver_addresses(spark: SparkSession) -> tuple[str, str]:
+    """Where the driver listens and the address executors reach it at: Spark's own
+    (`spark.driver.bindAddress`, which defaults to `spark.driver.host`)."""
+    conf = spark.sparkContext.getConf()
+    host = conf.get("spark.driver.host") or "localhost"
+    return conf.get("spark.driver.bindAddress") or host, host
+
+
 def run_job(spark: SparkSession, task: Any, jobs: UnitJobs) -> Any:
     """Run `jobs.work` on `task` as one Spark job of one task; its outcome, or `job_failed`'s."""
     try:

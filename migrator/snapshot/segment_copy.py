@@ -12,8 +12,10 @@ from dataclasses import dataclass
 
 from migrator.connection import ClientSpec
 from migrator.errors import SegmentFailed
+from migrator.items import item_size_bytes
 from migrator.ratelimit import CapacityLimiter
 from migrator.snapshot.outcomes import SegmentOutcome
+from migrator.snapshot.progress_channel import RunningCounts, reporting
 from migrator.snapshot.segment_read import SegmentRead, live_pages
 from migrator.source.scan import ScanCounters
 from migrator.target.pipeline import PipelinedWriter
@@ -35,19 +37,19 @@ class SegmentTask(SegmentRead):
 def copy_segment(task: SegmentTask) -> SegmentOutcome:
     """Scan the segment and write every live item; return counts or the error."""
     started = time.monotonic()
-    scan_counters, write_counters = ScanCounters(), WriteCounters()
-    skipped = 0
+    scan_counters, write_counters, copied = ScanCounters(), WriteCounters(), _Copied()
 
     def failed(cause: str, retryable: bool) -> SegmentFailed:
         return SegmentFailed(task.segment, task.total_segments, cause, retryable)
 
     with errors_returned(f"segment {task.segment}", failed) as caught:
-        skipped = _copy(task, scan_counters, write_counters)
+        _copy(task, scan_counters, write_counters, copied)
     return SegmentOutcome(
         segment=task.segment,
         scanned=scan_counters.items,
         written=write_counters.items,
-        skipped_expired=skipped,
+        skipped_expired=copied.skipped_expired,
+        item_bytes=copied.item_bytes,
         retries=scan_counters.retries + write_counters.retries,
         unprocessed_retries=write_counters.unprocessed_retries,
         seconds=time.monotonic() - started,
@@ -55,20 +57,29 @@ def copy_segment(task: SegmentTask) -> SegmentOutcome:
     )
 
 
-def _copy(task: SegmentTask, scan_counters: ScanCounters, write_counters: WriteCounters) -> int:
-    """Scan page after page while the writer keeps several BatchWriteItem calls in flight; the items skipped.
+@dataclass
+class _Copied:
+    """What the segment's items came to so far, besides the scan's and the writes' counters."""
+
+    skipped_expired: int = 0
+    item_bytes: int = 0  # of the items handed to the writer
+
+
+def _copy(task: SegmentTask, scan_counters: ScanCounters, write_counters: WriteCounters, copied: _Copied) -> None:
+    """Scan page after page while the writer keeps several BatchWriteItem calls in flight,
+    reporting the items written so far to the driver (`progress_channel`).
 
     One request at a time per task leaves the service waiting on the client; overlapping
     the next Scan page with several writes keeps it busy (`PipelinedWriter`).
     """
-    skipped = 0
     with PipelinedWriter(
         task.target, task.target_table, batch_size=task.batch_size,
         limiter=CapacityLimiter(task.write_units_per_second), report_capacity=task.target_reports_capacity,
     ) as writer:  # fmt: skip
-        for live, expired in live_pages(task, scan_counters):
-            skipped += expired
-            for item in live:
-                writer.put(item)
-        write_counters.add(writer.close())  # raises the first write failure
-    return skipped
+        with reporting(task.progress, task.segment, lambda: RunningCounts(writer.items_written, copied.item_bytes)):
+            for live, expired in live_pages(task, scan_counters):
+                copied.skipped_expired += expired
+                copied.item_bytes += sum(item_size_bytes(item) for item in live)
+                for item in live:
+                    writer.put(item)
+            write_counters.add(writer.close())  # raises the first write failure

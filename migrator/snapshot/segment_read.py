@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 from migrator.connection import ClientSpec
 from migrator.items import Item, is_expired, rename_attributes
 from migrator.ratelimit import CapacityLimiter
+from migrator.snapshot.progress_channel import ProgressAddress
 from migrator.source.scan import ScanCounters, scan_segment
 from migrator.wire import wire_client
 
@@ -40,6 +41,7 @@ class SegmentRead:
     consistent_read: bool = False
     read_units_per_second: float | None = None
     source_reports_capacity: bool = True
+    progress: ProgressAddress | None = None  # where the task reports its running counts to the driver
 
 
 def read_settings(config: MigratorConfig, checks: Preflight) -> dict[str, Any]:

@@ -75,6 +75,11 @@ class PipelinedWriter:
     def delete(self, key: Item) -> None:
         self._add((_DELETE, key))
 
+    @property
+    def items_written(self) -> int:
+        """Items the target has confirmed so far; read while the writes go on, for progress reports."""
+        return sum(counters.items for counters in list(self._thread_counters))
+
     def close(self) -> WriteCounters:
         """Send what is buffered, wait for every write, and return the summed counters."""
         if not self._closed:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import signal
 import time
-import urllib.request
 
 import pytest
 
@@ -16,23 +15,11 @@ from testsupport.all_types import by_key
 from testsupport.emulator import free_port
 from testsupport.endpoint import TEST_SECRET_KEY, put_items, scan_all, side
 from testsupport.faultproxy import FaultProxy
-from testsupport.jobs import drain, start_job, wait_for_output, write_config
+from testsupport.jobs import drain, scrape, start_job, wait_for_output, write_config
 from testsupport.replication import Writer, wait_until_converged
 from testsupport.sample_data import create_sample_table, make_items
 
 pytestmark = pytest.mark.integration
-
-
-def scrape(port: int) -> dict[str, float]:
-    """The Prometheus text exposition of the running job, as {"name{labels}": value}."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
-        text = response.read().decode()
-    samples = {}
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            name, _, value = line.rpartition(" ")
-            samples[name] = float(value)
-    return samples
 
 
 def wait_until_ready(port: int, timeout: float = 30) -> dict[str, float]:

@@ -1,5 +1,5 @@
 """docs/monitoring: the Grafana dashboard and the Prometheus alert rules use only metrics the
-migrator serves, and the alerts the docs promise are there (lag 4 h warning, 12 h critical, not
+migrator serves (the snapshot's and the replication's), and the alerts the docs promise are there (lag 4 h warning, 12 h critical, not
 ready, re-initialized)."""
 
 from __future__ import annotations
@@ -10,18 +10,21 @@ from pathlib import Path
 
 import yaml
 
-from migrator.metrics import CRITICAL_LAG_SECONDS, WARN_LAG_SECONDS, ReplicationMetrics
+from migrator.metrics import CRITICAL_LAG_SECONDS, WARN_LAG_SECONDS, ReplicationMetrics, SnapshotMetrics, endpoint
 
 MONITORING = Path(__file__).resolve().parents[2] / "docs" / "monitoring"
 METRIC_NAME = re.compile(r"\bmigrator_[a-z_]+\b")
 
 
 def served_names() -> set[str]:
-    """Every sample name the endpoint serves, counters with their _total (after a batch, so labelled ones exist)."""
-    metrics = ReplicationMetrics(ready_lag_seconds=2.0)
+    """Every sample name the endpoint serves, the snapshot's and the replication's, counters with their
+    _total (after a batch, so labelled ones exist)."""
+    registry = endpoint(port=None)
+    SnapshotMetrics(registry).observe(new_items=1, new_bytes=1, segments_done=1, segments_planned=1)
+    metrics = ReplicationMetrics(ready_lag_seconds=2.0, registry=registry)
     metrics.observe(records=1, puts=1, deletes=1, retries=1, shards=1, lag_seconds=1.0, iterator_age_seconds=1.0,
                     dropped={"stale": 1})  # fmt: skip
-    return {sample.name for family in metrics.registry.collect() for sample in family.samples}
+    return {sample.name for family in registry.collect() for sample in family.samples}
 
 
 def alert_rules() -> list[dict]:
