@@ -306,12 +306,16 @@ class Round:
     def interrupted_run(self, config: Path, interruption: Interruption) -> None:
         job = self.start(config)
         moment = self.wait_for_moment(job, interruption.moment)
-        if job.signal(interruption.signal):
+        sent = job.signal(interruption.signal)
+        if sent:
             self.result.kills[f"{interruption.signal}@{moment}"] += 1
         self.proxy.release_held()
         code = job.wait()
         self.proxy.cancel_hold()
-        self.log(f"{interruption.signal} at {moment} (planned {interruption.moment}): exit {code}")
+        self.log(f"{interruption.signal} at {moment} (planned {interruption.moment}): exit {code}"
+                 + ("" if sent else ", the job had ended before the signal"))
+        if not sent and job.printed(STREAM_READY):  # replication runs until stopped: never ends by itself
+            self.result.problems.append(f"run {self.result.runs}: replication ended by itself, exit {code}:\n{job.tail()}")
         if code not in EXIT_CODES[interruption.signal]:
             where = f"run {self.result.runs}: {interruption.signal} at {moment}"
             self.result.problems.append(f"{where}: exit {code}:\n{job.tail()}")
