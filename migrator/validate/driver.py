@@ -42,7 +42,8 @@ from migrator.target.export_folder import ExportFolder, delete_folder, read_writ
 from migrator.target.hadoop_folder import HadoopFolder
 from migrator.target.tables import TableInfo
 from migrator.validate.buckets import (
-    SOURCE, TARGET, CompareOutcome, CompareTask, ReadOutcome, ReadTask, compare_bucket, read_unit, unit_failed,
+    SOURCE, TARGET, CompareOutcome, CompareTask, ReadOutcome, ReadTask, bucket_bytes, compare_bucket, read_unit,
+    unit_failed,
 )  # fmt: skip
 from migrator.validate.matching import KeyCheck, SideScan
 from migrator.validate.progress import SavedValidation, ValidationProgress, answer_options
@@ -254,7 +255,7 @@ def _run(
     ledger.start()
     reads = [task for task in units.reads if task.unit not in progress.read]
     compares = [
-        CompareTask(bucket, units.names(SOURCE), units.names(TARGET), folder, units.check)
+        CompareTask(bucket, units.names(SOURCE), units.names(TARGET), folder, units.check, units.buckets)
         for bucket in range(units.buckets)
         if bucket not in progress.compared
     ]
@@ -295,11 +296,11 @@ def _log_start(
 
 
 def _compare_jobs_reading(hadoop: HadoopFolder) -> UnitJobs:
-    """Compare units whose bucket files the driver reads from a Hadoop work folder and ships in the task:
-    the driver holds one bucket (compressed) per unit running."""
+    """Compare units whose bucket the driver reads from each work file of a Hadoop work folder (a seek and
+    a read each) and ships in the task: the driver holds one bucket (compressed) per unit running."""
 
     def attempt(spark: SparkSession, task: CompareTask, jobs: UnitJobs, stop: threading.Event) -> CompareOutcome:
-        files = tuple((name, data) for name in task.file_names() if (data := hadoop.read(name)) is not None)
+        files = tuple((unit, bucket_bytes(hadoop.read_range, task, unit)) for unit in task.source_units + task.target_units)
         return run_job(spark, replace(task, files=files), jobs)
 
     return replace(COMPARE_JOBS, attempt=attempt)

@@ -26,10 +26,8 @@ from migrator.target.pipeline import PipelinedWriter
 from migrator.task_boundary import errors_returned
 from migrator.validate.compare import differing_attributes
 from migrator.validate.report import DIFFERENT, EXTRA, MISSING, Sample, Tally
+from migrator.validate.work_file import Entry
 from migrator.wire import wire_client
-
-# What a side's read yields for one item: (canonical key, (item under the target's names, expired)).
-Entry = tuple[Item, bool]
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from migrator.validate.work_file import file_name
 from testsupport.endpoint import put_items, side
 from testsupport.faultproxy import FaultProxy
 from testsupport.jobs import run_job, start_job, write_config
@@ -78,6 +79,12 @@ def scanned(proxy: FaultProxy, pair: tuple[str, str], since: int) -> set[str]:
 def left_behind(folder: Path) -> list[str]:
     """What a validation leaves in its savepoints folder: its savepoint, its work files."""
     return sorted(path.name for path in (folder / "savepoints").glob("validation_*"))
+
+
+def work_files(folder: Path) -> list[str]:
+    """Every file in the validation's work folder, under it."""
+    (work,) = (folder / "savepoints").glob("validation_*.work")
+    return sorted(str(path.relative_to(work)) for path in work.rglob("*") if path.is_file())
 
 
 @pytest.fixture(scope="module")
@@ -152,6 +159,8 @@ def test_sigterm_mid_compare_exits_143_then_the_rerun_reads_nothing_again(proxy,
     assert "terminated (SIGTERM)" in output and "rerun the same command to resume" in output
     assert read_before == READ_UNITS and 1 <= len(compared_before) < SEGMENTS, output
     assert not report.exists()
+    # One work file per read unit, each holding all its buckets: not one per unit and bucket.
+    assert work_files(tmp_path) == sorted(file_name(unit) for unit in READ_UNITS)
 
     since = len(proxy.recorded)
     code, resumed, output = validate(config(proxy, pair, tmp_path), report)
@@ -160,3 +169,4 @@ def test_sigterm_mid_compare_exits_143_then_the_rerun_reads_nothing_again(proxy,
     assert scanned(proxy, pair, since) == set()
     assert (code, resumed) == uninterrupted[:2]
     assert left_behind(tmp_path) == []
+

@@ -12,9 +12,9 @@ from migrator.config import parse_config
 from migrator.errors import SavepointError
 from migrator.snapshot.savepoint_folders import LocalFolder
 from migrator.snapshot.savepoints import VALIDATION, SavepointIdentity, SavepointStore, Side, SnapshotProgress
-from migrator.validate.buckets import bucket_of
 from migrator.validate.progress import SavedValidation, ValidationProgress, answer_options
 from migrator.validate.report import DIFFERENT, MISSING, Sample, Tally
+from migrator.validate.work_file import bucket_of
 
 SOURCE = Side("dynamodb", "http://localhost:5000", "eu-west-1", "Orders")
 TARGET = Side("dynamodb", "http://localhost:5000", "eu-west-1", "Orders-copy")
