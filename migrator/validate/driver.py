@@ -174,7 +174,9 @@ def _validate_written_export(loaded: LoadedConfig, spark_factory: Callable[[], S
         raise UnsupportedFeature("validating an export on a Hadoop filesystem", "target.path",
                                  "copy it to S3 (hadoop distcp) and set target.path to the copy's folder")  # fmt: skip
     manifests = read_written_export(folder.control_plane())
-    export = Side("s3-export", "", "", folder.where(), None)  # named by where it was written
+    # Named by where it was written (the savepoint's name), and by its ARN: another export written to the
+    # same folder is refused on resume, not mixed in.
+    export = Side("s3-export", "", "", folder.where(), manifests.summary.export_arn)
     store, saved = _savepoint(loaded, spark_factory, savepoint_folders.table_side(config.source, "source", source), export)
     spark = spark_factory()
     plan = export_write.plan_scan(config, source, spark.sparkContext.defaultParallelism, saved and saved.total_segments)
