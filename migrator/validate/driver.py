@@ -105,8 +105,7 @@ def _validate_copy(loaded: LoadedConfig, spark_factory: Callable[[], SparkSessio
     segments = saved.total_segments if saved else config.source.scan_segments
     plan = plan_copy(config, checks.source, target, segments, spark.sparkContext.defaultParallelism)
     source_scan = _source_scan(config, plan, checks.key_names, checks.ttl_attribute)
-    # The target has no read-pacing keys: it is read at the source's percent of its own capacity.
-    target_scan = _target_scan(config, plan, target, config.source.throughput_read_percent)
+    target_scan = target_side_scan(config, plan, target, config.source.throughput_read_percent)
     buckets = saved.buckets if saved else _bucket_count(plan, checks.source.size_bytes, target.size_bytes)
     folder = _work_folder(config, store)
     reads = [_segment_read(SOURCE, source_scan, n, buckets, folder) for n in range(plan.total_segments)]
@@ -139,10 +138,10 @@ def _validate_import(loaded: LoadedConfig, spark_factory: Callable[[], SparkSess
                           write_units=write_units)  # fmt: skip
     plan = plan_snapshot(
         explicit_segments=saved.total_segments if saved else None, table_size_bytes=target.size_bytes,
-        read_units=planned_units(None, target.read_capacity, DEFAULT_READ_PERCENT), write_units=write_units,
+        read_units=target_read_units(config, target, DEFAULT_READ_PERCENT), write_units=write_units,
         parallelism=parallelism, max_map_tasks=config.source.max_map_tasks,
     )  # fmt: skip
-    target_scan = _target_scan(config, plan, target, DEFAULT_READ_PERCENT)
+    target_scan = target_side_scan(config, plan, target, DEFAULT_READ_PERCENT)
     # The export holds about what the target holds.
     buckets = saved.buckets if saved else _bucket_count(plan, 2 * target.size_bytes)
     folder = _work_folder(config, store)
@@ -327,8 +326,17 @@ def _source_scan(
     )  # fmt: skip
 
 
-def _target_scan(config: MigratorConfig, plan: SnapshotPlan, target: TableInfo, read_percent: float) -> SideScan:
-    units = planned_units(None, target.read_capacity, read_percent)
+def target_read_units(config: MigratorConfig, target: TableInfo, default_percent: float) -> float:
+    """Read capacity units per second the validation spends on the target, as the source's are planned:
+    `target.readThroughput` (else the table's RCU, else 40,000 on demand) × `target.throughputReadPercent`
+    (else `default_percent`, the source's), so a production target is not throttled by being read."""
+    percent = config.target.throughput_read_percent or default_percent
+    return planned_units(config.target.read_throughput, target.read_capacity, percent)
+
+
+def target_side_scan(config: MigratorConfig, plan: SnapshotPlan, target: TableInfo, default_percent: float) -> SideScan:
+    """The target scanned in the plan's segments, each task at its share of `target_read_units`."""
+    units = target_read_units(config, target, default_percent)
     return SideScan(
         spec=config.target.client_spec("target"), table=config.target.table, total_segments=plan.total_segments,
         read_units_per_second=units / plan.concurrency, report_capacity=not config.target.strips_consumed_capacity,
