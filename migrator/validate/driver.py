@@ -73,6 +73,15 @@ class Units:
         return tuple(task.unit for task in self.reads if task.unit.startswith(f"{side}-"))
 
 
+@dataclass(frozen=True)
+class Finished:
+    """A validation run to its end: the merged Tally of every bucket, and whether `repaired` may count less
+    than this validation repaired (`ValidationSummary.resumed_repairing`)."""
+
+    tally: Tally
+    resumed_repairing: bool
+
+
 def validate(
     loaded: LoadedConfig, spark_factory: Callable[[], SparkSession], report_path: str | None = None
 ) -> ValidationSummary:
@@ -83,18 +92,20 @@ def validate(
     if report_path is not None:
         check_report_path(report_path)
     if config.imports_export:
-        tally = _validate_import(loaded, spark_factory)
+        finished = _validate_import(loaded, spark_factory)
     elif config.writes_export:
-        tally = _validate_written_export(loaded, spark_factory)
+        finished = _validate_written_export(loaded, spark_factory)
     else:
-        tally = _validate_copy(loaded, spark_factory)
-    summary = ValidationSummary(config.source.table, config.target.name, tally, time.monotonic() - started)
+        finished = _validate_copy(loaded, spark_factory)
+    summary = ValidationSummary(
+        config.source.table, config.target.name, finished.tally, time.monotonic() - started, finished.resumed_repairing
+    )
     if report_path is not None:
         write_report(report_path, summary)
     return summary
 
 
-def _validate_copy(loaded: LoadedConfig, spark_factory: Callable[[], SparkSession]) -> Tally:
+def _validate_copy(loaded: LoadedConfig, spark_factory: Callable[[], SparkSession]) -> Finished:
     """A live source table against the target table: both scanned in segments, rechecked by GetItem."""
     config = loaded.config
     checks = preflight(config)  # both tables described, keys matched after renames, as the copy checks them
@@ -115,7 +126,7 @@ def _validate_copy(loaded: LoadedConfig, spark_factory: Callable[[], SparkSessio
     return _run(spark, config, store, saved, units, folder)
 
 
-def _validate_import(loaded: LoadedConfig, spark_factory: Callable[[], SparkSession]) -> Tally:
+def _validate_import(loaded: LoadedConfig, spark_factory: Callable[[], SparkSession]) -> Finished:
     """A full S3 export against the table it was imported into: was the import exact?
 
     The export cannot be read again by key, so nothing is rechecked: validate an import before
@@ -158,7 +169,7 @@ def _validate_import(loaded: LoadedConfig, spark_factory: Callable[[], SparkSess
     return _run(spark, config, store, saved, units, folder)
 
 
-def _validate_written_export(loaded: LoadedConfig, spark_factory: Callable[[], SparkSession]) -> Tally:
+def _validate_written_export(loaded: LoadedConfig, spark_factory: Callable[[], SparkSession]) -> Finished:
     """The source table against the S3 export the migrator wrote of it (target.path): was the export exact?
 
     The source is scanned as the export scanned it (segments, renames, expired items skipped);
@@ -244,8 +255,8 @@ def _run(
     saved: ValidationProgress | None,
     units: Units,
     folder: ExportFolder,
-) -> Tally:
-    """Read every unit not recorded, then compare every bucket not recorded; the merged Tally of all.
+) -> Finished:
+    """Read every unit not recorded, then compare every bucket not recorded.
 
     Once all are done the work files and the savepoint go: the validation is over.
     """
@@ -279,7 +290,10 @@ def _run(
     else:
         delete_folder(folder.control_plane())
     store.discard()
-    return ledger.progress.tally
+    # Compare units start only once every read unit is recorded: a run stopped after that may have
+    # stopped a compare unit after some of its repairs were written, which the rerun's recheck finds equal.
+    compares_began = saved is not None and len(saved.read) == len(units.reads)
+    return Finished(ledger.progress.tally, units.check.repairs and units.check.rechecks and compares_began)
 
 
 def _log_start(
