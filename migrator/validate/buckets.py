@@ -77,7 +77,7 @@ class CompareTask:
     target_units: tuple[str, ...]
     folder: ExportFolder
     check: KeyCheck
-    buckets: int = 1
+    buckets: int  # how many the validation has: each key read is checked to be this bucket's
     files: Files | None = None  # a Hadoop work folder's: each read unit's bytes of the bucket, read by the driver
 
 

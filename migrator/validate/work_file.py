@@ -58,7 +58,10 @@ def encode(entries: Iterable[tuple[str, Entry]], buckets: int) -> tuple[int, lis
     for key, (item, expired) in entries:
         lines[bucket_of(key, buckets)].append(json.dumps([key, item, expired], ensure_ascii=False).encode("utf-8") + b"\n")
         count += 1
-    blobs = [gzip.compress(b"".join(bucket_lines), compresslevel=1) if bucket_lines else b"" for bucket_lines in lines]
+    blobs = []
+    for bucket_lines in lines:  # each bucket's lines let go once compressed
+        blobs.append(gzip.compress(b"".join(bucket_lines), compresslevel=1) if bucket_lines else b"")
+        bucket_lines.clear()
     offsets = [HEADER_BYTES + OFFSET.size * (buckets + 1)]
     for blob in blobs:
         offsets.append(offsets[-1] + len(blob))
