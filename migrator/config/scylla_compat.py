@@ -13,8 +13,6 @@ from typing import Any
 COMPAT_ONLY_KEYS: dict[tuple[str, str], str] = {
     ("", "skipTokenRanges"): "token ranges apply to Cassandra sources only",
     ("target", "scanSegments"): "the source's scanSegments decides the split",
-    ("target", "readThroughput"): "read throughput is a source setting",
-    ("target", "throughputReadPercent"): "read throughput is a source setting",
     ("target", "maxMapTasks"): "maxMapTasks is a source setting",
     ("savepoints", "intervalSeconds"): "progress is saved as each scan segment finishes",
     ("validation", "compareTimestamps"): "DynamoDB items carry no writetime or TTL metadata",

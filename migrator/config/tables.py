@@ -91,6 +91,10 @@ class DynamoTarget(TableBlock):
     skip_ttl_deletions: bool = False
     skip_replicated_writes: bool = False
     max_items_per_batch: int | None = Field(default=None, ge=1)
+    # Read only by the validator, which scans the target too (ScyllaDB Migrator's keys). Unset, the
+    # target is read at the source's throughputReadPercent of its own capacity.
+    read_throughput: int | None = Field(default=None, ge=1)
+    throughput_read_percent: float | None = Field(default=None, ge=0.1, le=1.5)
 
     @property
     def batch_size(self) -> int:

@@ -355,6 +355,18 @@ class SavepointStore:
         source_arn = self.identity.source.table_arn
         if source_arn and record["source"].get("tableArn") not in (None, source_arn):
             self._refuse_other(_describe_record(record))
+        self._check_target_arn(record["target"].get("tableArn"))
+
+    def _check_target_arn(self, recorded: str | None) -> None:
+        """A target named by its place holds what the ARN names: an export written again to the same folder
+        has another export ARN, whose items are not the ones recorded."""
+        target = self.identity.target
+        if target.table_arn and recorded and recorded != target.table_arn:
+            job = "snapshot" if self.identity.job == SNAPSHOT else self.identity.job
+            raise SavepointError(
+                f"savepoint {self.path} was made with the target {recorded}, but {target.describe()} is now "
+                f"{target.table_arn}: delete it to start the {job} over against what the target holds now"
+            )
 
     def _refuse_other(self, belongs_to: str) -> None:
         raise SavepointError(

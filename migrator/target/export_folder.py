@@ -12,7 +12,7 @@ A local directory must be one filesystem for the driver and every executor (loca
 shared mount on a cluster); the driver checks each data file is there before writing the manifests.
 
 The validator keeps its work files in such a folder too (`migrator.validate.buckets`): it also
-reads files back (`read_object`) and deletes the whole folder when done (`delete_folder`).
+reads ranges of files back (`read_range`) and deletes the whole folder when done (`delete_folder`).
 
 A Hadoop filesystem (hdfs://...) is reachable only through the driver's JVM: executors are
 Python workers without one. There `open_data_file` keeps the file's bytes, bounded by the
@@ -192,16 +192,21 @@ def open_data_file(folder: ExportFolder, relative: str) -> Iterator["_LocalFile 
     sink.commit()
 
 
-def read_object(folder: ExportFolder, relative: str) -> bytes | None:
-    """A whole file's bytes (local or S3), or None when it is not there."""
+def read_range(folder: ExportFolder, relative: str, start: int, length: int) -> bytes | None:
+    """`length` bytes of a file (local or S3) from `start`, fewer when it ends sooner; None when it is not there."""
     if not folder.is_s3:
         try:
-            return Path(folder.where(relative)).read_bytes()
+            with open(folder.where(relative), "rb") as handle:
+                handle.seek(start)
+                return handle.read(length)
         except FileNotFoundError:
             return None
     try:
         with translated("reading", folder.where(relative)):
-            return aws.client(folder.s3, "s3").get_object(Bucket=folder.bucket, Key=folder.key(relative))["Body"].read()
+            response = aws.client(folder.s3, "s3").get_object(
+                Bucket=folder.bucket, Key=folder.key(relative), Range=f"bytes={start}-{start + length - 1}"
+            )
+            return response["Body"].read()
     except ResourceNotFound as exc:
         if exc.code == "NoSuchKey":
             return None

@@ -76,15 +76,17 @@ class HadoopFolder:
         except Py4JJavaError as exc:
             raise OSError(f"deleting {self.folder.where(relative)}: {java_reason(exc)}") from None
 
-    def read(self, relative: str) -> bytes | None:
-        """A whole file's bytes, or None when it is not there; OSError with Hadoop's reason when it fails."""
+    def read_range(self, relative: str, start: int, length: int) -> bytes | None:
+        """`length` bytes of a file from `start` (a seek, as Hadoop streams allow); None when it is not there;
+        OSError with Hadoop's reason when it fails, or ends before `start + length`."""
         path = self._path(self.folder.where(relative))
         try:
             if not self._fs.exists(path):
                 return None
             stream = self._fs.open(path)
             try:
-                return bytes(self._io.toByteArray(stream))
+                stream.seek(start)
+                return bytes(self._io.toByteArray(stream, length))
             finally:
                 stream.close()
         except Py4JJavaError as exc:

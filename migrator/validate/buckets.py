@@ -3,34 +3,35 @@
 A validation must resume where it stopped, so its work is cut into units the driver records as
 they finish (`migrator.snapshot.runner`), and what a unit read must outlive the Spark job: a
 read unit (a scan segment of either side, or an export data file) writes its items into the
-validation's work folder, one file per bucket, each item in the bucket its canonical key hashes
-to. A compare unit then reads one bucket's files from every read unit of both sides, meets the
-two sides' items by key in memory (a bucket holds about 1/B of both tables) and checks each
-key (`matching.check_keys`: compare, recheck, repair).
+validation's work folder as one file, grouped by the bucket each item's canonical key hashes
+to, with an index of each bucket's byte range (`migrator.validate.work_file`, laid out as
+Spark's shuffle lays out a map task's output). So the folder holds one file per read unit,
+whatever the number of buckets B. A compare unit then reads its bucket's range from every
+read unit's file of both sides (a local seek, an S3 ranged GetObject), meets the two sides'
+items by key in memory (a bucket holds about 1/B of both tables) and checks each key
+(`matching.check_keys`: compare, recheck, repair).
 
-Every read unit writes all B of its bucket files, empty ones too, so a file that is not there
-is an error, never a silently missing item. Files are gzip JSON lines `[key, item, expired]`,
-items in DynamoDB wire JSON as read; a retried unit replaces its files whole
-(`export_folder.open_data_file`). A local work folder must be one filesystem for the driver
-and every executor (local mode, or a shared mount), as for an export written locally. A Hadoop
-work folder is reached only by the driver's JVM: a read unit hands its files back for the
-driver to write, and the driver reads a bucket's files into its compare unit's task.
+A file that is not there, or whose index or range is short, is an error, never a silently
+missing item. A retried unit replaces its file whole (`export_folder.open_data_file`). A local
+work folder must be one filesystem for the driver and every executor (local mode, or a shared
+mount), as for an export written locally. A Hadoop work folder is reached only by the driver's
+JVM: a read unit hands its file back for the driver to write, and the driver reads a bucket's
+ranges (a seek in each file) into its compare unit's task.
 """
 
 from __future__ import annotations
 
-import gzip
-import hashlib
-import json
 from dataclasses import dataclass
+from functools import partial
 from typing import Iterator
 
 from migrator.errors import MigratorError
 from migrator.snapshot.export_copy import FileTask
-from migrator.target.export_folder import ExportFolder, open_data_file, read_object
+from migrator.target.export_folder import ExportFolder, open_data_file, read_range
 from migrator.task_boundary import errors_returned
 from migrator.validate.matching import Entry, KeyCheck, SideScan, check_keys, exported_entries, scanned_entries
 from migrator.validate.report import Tally
+from migrator.validate.work_file import RangeReader, decode, encode, file_name, read_bucket
 
 SOURCE, TARGET = "source", "target"
 
@@ -49,8 +50,9 @@ class ReadTask:
     key_names: tuple[str, ...] = ()
 
 
-# Files of a Hadoop work folder, which executors cannot reach: (name in the folder, bytes), handed
-# from the executor to the driver to write, or from the driver to the executor to read.
+# What a Hadoop work folder holds, which executors cannot reach, passed by value: (name in the folder,
+# bytes) handed from the executor to the driver to write; (read unit, its bucket's bytes) from the driver
+# to the executor to read.
 Files = tuple[tuple[str, bytes], ...]
 
 
@@ -59,7 +61,7 @@ class ReadOutcome:
     unit: str
     items: int = 0
     error: MigratorError | None = None
-    files: Files = ()  # a Hadoop work folder's: the bucket files, for the driver to write
+    files: Files = ()  # a Hadoop work folder's: the unit's work file, for the driver to write
 
     @property
     def ok(self) -> bool:
@@ -75,10 +77,8 @@ class CompareTask:
     target_units: tuple[str, ...]
     folder: ExportFolder
     check: KeyCheck
-    files: Files | None = None  # a Hadoop work folder's: the bucket's files, read by the driver
-
-    def file_names(self) -> list[str]:
-        return [file_name(self.bucket, unit) for unit in self.source_units + self.target_units]
+    buckets: int  # how many the validation has: each key read is checked to be this bucket's
+    files: Files | None = None  # a Hadoop work folder's: each read unit's bytes of the bucket, read by the driver
 
 
 @dataclass(frozen=True)
@@ -92,20 +92,11 @@ class CompareOutcome:
         return self.error is None
 
 
-def bucket_of(key: str, buckets: int) -> int:
-    """The bucket of a canonical key: the same in every process and on every run (not Python's `hash`)."""
-    return int.from_bytes(hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest(), "big") % buckets
-
-
-def file_name(bucket: int, unit: str) -> str:
-    return f"bucket-{bucket:05d}/{unit}.jsonl.gz"
-
-
 def read_unit(task: ReadTask) -> ReadOutcome:
-    """Read the unit's items into its bucket files. Never raises (`migrator.task_boundary`)."""
+    """Read the unit's items into its work file. Never raises (`migrator.task_boundary`)."""
     items, files = 0, ()
     with errors_returned(f"reading {task.unit}") as caught:
-        items, files = write_buckets(task, _entries(task))
+        items, files = write_work_file(task, _entries(task))
     return ReadOutcome(task.unit, error=caught.error) if caught.error else ReadOutcome(task.unit, items, files=files)
 
 
@@ -115,24 +106,14 @@ def _entries(task: ReadTask) -> Iterator[tuple[str, Entry]]:
     return scanned_entries(task.scan, task.segment)
 
 
-def write_buckets(task: ReadTask, entries: Iterator[tuple[str, Entry]]) -> tuple[int, Files]:
-    """Lines are gathered per bucket, then each bucket's file is written whole: a unit holds a segment
-    (128 MiB by plan) or a data file at most. Returns the items, and the files to hand back (Hadoop)."""
-    lines: list[list[bytes]] = [[] for _ in range(task.buckets)]
-    count = 0
-    for key, (item, expired) in entries:
-        line = json.dumps([key, item, expired], ensure_ascii=False).encode("utf-8") + b"\n"
-        lines[bucket_of(key, task.buckets)].append(line)
-        count += 1
-    handed_back = []
-    for bucket, bucket_lines in enumerate(lines):
-        name = file_name(bucket, task.unit)
-        with open_data_file(task.folder, name) as sink:
-            sink.write(gzip.compress(b"".join(bucket_lines), compresslevel=1))
-        bucket_lines.clear()
-        if sink.data is not None:
-            handed_back.append((name, sink.data))
-    return count, tuple(handed_back)
+def write_work_file(task: ReadTask, entries: Iterator[tuple[str, Entry]]) -> tuple[int, Files]:
+    """Returns the items written, and the file to hand back (a Hadoop work folder)."""
+    count, pieces = encode(entries, task.buckets)
+    name = file_name(task.unit)
+    with open_data_file(task.folder, name) as sink:
+        for piece in pieces:
+            sink.write(piece)
+    return count, ((name, sink.data),) if sink.data is not None else ()
 
 
 def compare_bucket(task: CompareTask) -> CompareOutcome:
@@ -148,20 +129,18 @@ def compare_bucket(task: CompareTask) -> CompareOutcome:
 
 
 def _read_side(task: CompareTask, units: tuple[str, ...]) -> dict[str, Entry]:
-    entries: dict[str, Entry] = {}
     handed = dict(task.files) if task.files is not None else None
+    entries: dict[str, Entry] = {}
     for unit in units:
-        name = file_name(task.bucket, unit)
-        data = handed.get(name) if handed is not None else read_object(task.folder, name)
-        if data is None:
-            raise MigratorError(
-                f"the validation's work file {task.folder.where(name)} is missing: delete the validation's "
-                f"savepoint (beside {task.folder.where()}) to validate from the start"
-            )
-        for line in gzip.decompress(data).splitlines():
-            key, item, expired = json.loads(line)
-            entries[key] = (item, expired)
+        data = handed[unit] if handed is not None else bucket_bytes(partial(read_range, task.folder), task, unit)
+        entries.update(decode(data, task.bucket, task.buckets, task.folder.where(file_name(unit))))
     return entries
+
+
+def bucket_bytes(read: RangeReader, task: CompareTask, unit: str) -> bytes:
+    """The task's bucket of one read unit's work file, read with `read` (an executor's, or the driver's JVM)."""
+    name = file_name(unit)
+    return read_bucket(read, name, task.folder.where(name), task.bucket)
 
 
 def unit_failed(unit: str, cause: str) -> MigratorError:

@@ -42,7 +42,8 @@ from migrator.target.export_folder import ExportFolder, delete_folder, read_writ
 from migrator.target.hadoop_folder import HadoopFolder
 from migrator.target.tables import TableInfo
 from migrator.validate.buckets import (
-    SOURCE, TARGET, CompareOutcome, CompareTask, ReadOutcome, ReadTask, compare_bucket, read_unit, unit_failed,
+    SOURCE, TARGET, CompareOutcome, CompareTask, ReadOutcome, ReadTask, bucket_bytes, compare_bucket, read_unit,
+    unit_failed,
 )  # fmt: skip
 from migrator.validate.matching import KeyCheck, SideScan
 from migrator.validate.progress import SavedValidation, ValidationProgress, answer_options
@@ -72,6 +73,15 @@ class Units:
         return tuple(task.unit for task in self.reads if task.unit.startswith(f"{side}-"))
 
 
+@dataclass(frozen=True)
+class Finished:
+    """A validation run to its end: the merged Tally of every bucket, and whether `repaired` may count less
+    than this validation repaired (`ValidationSummary.resumed_repairing`)."""
+
+    tally: Tally
+    resumed_repairing: bool
+
+
 def validate(
     loaded: LoadedConfig, spark_factory: Callable[[], SparkSession], report_path: str | None = None
 ) -> ValidationSummary:
@@ -82,18 +92,20 @@ def validate(
     if report_path is not None:
         check_report_path(report_path)
     if config.imports_export:
-        tally = _validate_import(loaded, spark_factory)
+        finished = _validate_import(loaded, spark_factory)
     elif config.writes_export:
-        tally = _validate_written_export(loaded, spark_factory)
+        finished = _validate_written_export(loaded, spark_factory)
     else:
-        tally = _validate_copy(loaded, spark_factory)
-    summary = ValidationSummary(config.source.table, config.target.name, tally, time.monotonic() - started)
+        finished = _validate_copy(loaded, spark_factory)
+    summary = ValidationSummary(
+        config.source.table, config.target.name, finished.tally, time.monotonic() - started, finished.resumed_repairing
+    )
     if report_path is not None:
         write_report(report_path, summary)
     return summary
 
 
-def _validate_copy(loaded: LoadedConfig, spark_factory: Callable[[], SparkSession]) -> Tally:
+def _validate_copy(loaded: LoadedConfig, spark_factory: Callable[[], SparkSession]) -> Finished:
     """A live source table against the target table: both scanned in segments, rechecked by GetItem."""
     config = loaded.config
     checks = preflight(config)  # both tables described, keys matched after renames, as the copy checks them
@@ -104,8 +116,7 @@ def _validate_copy(loaded: LoadedConfig, spark_factory: Callable[[], SparkSessio
     segments = saved.total_segments if saved else config.source.scan_segments
     plan = plan_copy(config, checks.source, target, segments, spark.sparkContext.defaultParallelism)
     source_scan = _source_scan(config, plan, checks.key_names, checks.ttl_attribute)
-    # The target has no read-pacing keys: it is read at the source's percent of its own capacity.
-    target_scan = _target_scan(config, plan, target, config.source.throughput_read_percent)
+    target_scan = target_side_scan(config, plan, target, config.source.throughput_read_percent)
     buckets = saved.buckets if saved else _bucket_count(plan, checks.source.size_bytes, target.size_bytes)
     folder = _work_folder(config, store)
     reads = [_segment_read(SOURCE, source_scan, n, buckets, folder) for n in range(plan.total_segments)]
@@ -115,7 +126,7 @@ def _validate_copy(loaded: LoadedConfig, spark_factory: Callable[[], SparkSessio
     return _run(spark, config, store, saved, units, folder)
 
 
-def _validate_import(loaded: LoadedConfig, spark_factory: Callable[[], SparkSession]) -> Tally:
+def _validate_import(loaded: LoadedConfig, spark_factory: Callable[[], SparkSession]) -> Finished:
     """A full S3 export against the table it was imported into: was the import exact?
 
     The export cannot be read again by key, so nothing is rechecked: validate an import before
@@ -138,10 +149,10 @@ def _validate_import(loaded: LoadedConfig, spark_factory: Callable[[], SparkSess
                           write_units=write_units)  # fmt: skip
     plan = plan_snapshot(
         explicit_segments=saved.total_segments if saved else None, table_size_bytes=target.size_bytes,
-        read_units=planned_units(None, target.read_capacity, DEFAULT_READ_PERCENT), write_units=write_units,
+        read_units=target_read_units(config, target, DEFAULT_READ_PERCENT), write_units=write_units,
         parallelism=parallelism, max_map_tasks=config.source.max_map_tasks,
     )  # fmt: skip
-    target_scan = _target_scan(config, plan, target, DEFAULT_READ_PERCENT)
+    target_scan = target_side_scan(config, plan, target, DEFAULT_READ_PERCENT)
     # The export holds about what the target holds.
     buckets = saved.buckets if saved else _bucket_count(plan, 2 * target.size_bytes)
     folder = _work_folder(config, store)
@@ -158,7 +169,7 @@ def _validate_import(loaded: LoadedConfig, spark_factory: Callable[[], SparkSess
     return _run(spark, config, store, saved, units, folder)
 
 
-def _validate_written_export(loaded: LoadedConfig, spark_factory: Callable[[], SparkSession]) -> Tally:
+def _validate_written_export(loaded: LoadedConfig, spark_factory: Callable[[], SparkSession]) -> Finished:
     """The source table against the S3 export the migrator wrote of it (target.path): was the export exact?
 
     The source is scanned as the export scanned it (segments, renames, expired items skipped);
@@ -173,7 +184,9 @@ def _validate_written_export(loaded: LoadedConfig, spark_factory: Callable[[], S
         raise UnsupportedFeature("validating an export on a Hadoop filesystem", "target.path",
                                  "copy it to S3 (hadoop distcp) and set target.path to the copy's folder")  # fmt: skip
     manifests = read_written_export(folder.control_plane())
-    export = Side("s3-export", "", "", folder.where(), None)  # named by where it was written
+    # Named by where it was written (the savepoint's name), and by its ARN: another export written to the
+    # same folder is refused on resume, not mixed in.
+    export = Side("s3-export", "", "", folder.where(), manifests.summary.export_arn)
     store, saved = _savepoint(loaded, spark_factory, savepoint_folders.table_side(config.source, "source", source), export)
     spark = spark_factory()
     plan = export_write.plan_scan(config, source, spark.sparkContext.defaultParallelism, saved and saved.total_segments)
@@ -242,8 +255,8 @@ def _run(
     saved: ValidationProgress | None,
     units: Units,
     folder: ExportFolder,
-) -> Tally:
-    """Read every unit not recorded, then compare every bucket not recorded; the merged Tally of all.
+) -> Finished:
+    """Read every unit not recorded, then compare every bucket not recorded.
 
     Once all are done the work files and the savepoint go: the validation is over.
     """
@@ -254,7 +267,7 @@ def _run(
     ledger.start()
     reads = [task for task in units.reads if task.unit not in progress.read]
     compares = [
-        CompareTask(bucket, units.names(SOURCE), units.names(TARGET), folder, units.check)
+        CompareTask(bucket, units.names(SOURCE), units.names(TARGET), folder, units.check, units.buckets)
         for bucket in range(units.buckets)
         if bucket not in progress.compared
     ]
@@ -277,7 +290,10 @@ def _run(
     else:
         delete_folder(folder.control_plane())
     store.discard()
-    return ledger.progress.tally
+    # Compare units start only once every read unit is recorded: a run stopped after that may have
+    # stopped a compare unit after some of its repairs were written, which the rerun's recheck finds equal.
+    compares_began = saved is not None and len(saved.read) == len(units.reads)
+    return Finished(ledger.progress.tally, units.check.repairs and units.check.rechecks and compares_began)
 
 
 def _log_start(
@@ -295,11 +311,11 @@ def _log_start(
 
 
 def _compare_jobs_reading(hadoop: HadoopFolder) -> UnitJobs:
-    """Compare units whose bucket files the driver reads from a Hadoop work folder and ships in the task:
-    the driver holds one bucket (compressed) per unit running."""
+    """Compare units whose bucket the driver reads from each work file of a Hadoop work folder (a seek and
+    a read each) and ships in the task: the driver holds one bucket (compressed) per unit running."""
 
     def attempt(spark: SparkSession, task: CompareTask, jobs: UnitJobs, stop: threading.Event) -> CompareOutcome:
-        files = tuple((name, data) for name in task.file_names() if (data := hadoop.read(name)) is not None)
+        files = tuple((unit, bucket_bytes(hadoop.read_range, task, unit)) for unit in task.source_units + task.target_units)
         return run_job(spark, replace(task, files=files), jobs)
 
     return replace(COMPARE_JOBS, attempt=attempt)
@@ -324,8 +340,17 @@ def _source_scan(
     )  # fmt: skip
 
 
-def _target_scan(config: MigratorConfig, plan: SnapshotPlan, target: TableInfo, read_percent: float) -> SideScan:
-    units = planned_units(None, target.read_capacity, read_percent)
+def target_read_units(config: MigratorConfig, target: TableInfo, default_percent: float) -> float:
+    """Read capacity units per second the validation spends on the target, as the source's are planned:
+    `target.readThroughput` (else the table's RCU, else 40,000 on demand) × `target.throughputReadPercent`
+    (else `default_percent`, the source's), so a production target is not throttled by being read."""
+    percent = config.target.throughput_read_percent or default_percent
+    return planned_units(config.target.read_throughput, target.read_capacity, percent)
+
+
+def target_side_scan(config: MigratorConfig, plan: SnapshotPlan, target: TableInfo, default_percent: float) -> SideScan:
+    """The target scanned in the plan's segments, each task at its share of `target_read_units`."""
+    units = target_read_units(config, target, default_percent)
     return SideScan(
         spec=config.target.client_spec("target"), table=config.target.table, total_segments=plan.total_segments,
         read_units_per_second=units / plan.concurrency, report_capacity=not config.target.strips_consumed_capacity,

@@ -26,10 +26,8 @@ from migrator.target.pipeline import PipelinedWriter
 from migrator.task_boundary import errors_returned
 from migrator.validate.compare import differing_attributes
 from migrator.validate.report import DIFFERENT, EXTRA, MISSING, Sample, Tally
+from migrator.validate.work_file import Entry
 from migrator.wire import wire_client
-
-# What a side's read yields for one item: (canonical key, (item under the target's names, expired)).
-Entry = tuple[Item, bool]
 
 
 @dataclass(frozen=True)
@@ -66,6 +64,10 @@ class KeyCheck:
     @property
     def repairs(self) -> bool:
         return self.copy_missing or self.repair_differences or self.delete_extra
+
+    @property
+    def rechecks(self) -> bool:
+        return bool(self.recheck_seconds) and self.source is not None
 
 
 # A key that differs at first sight: (canonical key, source item or None, target item or None).
@@ -120,7 +122,7 @@ def check_keys(check: KeyCheck, pairs: Iterable[tuple[str, tuple[Entry | None, E
     tally = Tally(check.failures_to_fetch)
     with errors_returned("checking keys") as caught:
         differences = _first_look(check, pairs, tally)
-        if check.recheck_seconds and check.source is not None:
+        if check.rechecks:
             differences = _second_look(check, [(order, _key(check, s or t)) for order, s, t in differences], tally)
         if check.repairs:
             with _writer(check) as writer:

@@ -96,6 +96,9 @@ class ValidationSummary:
     target_table: str
     tally: Tally
     seconds: float
+    # Resumed once its compare units may have begun repairing: a unit stopped midway had its repairs
+    # written but not recorded, and its rerun finds those keys equal (docs/validation.md, Resuming).
+    resumed_repairing: bool = False
 
     @property
     def exit_code(self) -> int:
@@ -131,6 +134,11 @@ class ValidationSummary:
         if any(t.repaired.values()):
             r = t.repaired
             lines.append(f"  repaired: {r[MISSING]:,} missing, {r[DIFFERENT]:,} different, {r[EXTRA]:,} extra")
+        if self.resumed_repairing:
+            lines.append(
+                "  repaired counts the buckets compared in full: this validation resumed after its repairs began, "
+                "and what a bucket stopped midway had repaired counts as equal"
+            )
         for sample in t.kept_samples()[:10]:
             attributes = f" ({', '.join(sample.attributes)})" if sample.attributes else ""
             lines.append(f"  {sample.kind}: {json.dumps(sample.key, ensure_ascii=False)}{attributes}")

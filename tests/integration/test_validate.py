@@ -398,3 +398,42 @@ def test_a_missing_export_or_a_repair_of_one_is_bad_input(written_export, s3, en
     assert result.returncode == 2, result.stdout + result.stderr
     assert expected in one_error_line(result)
     assert not report.exists()
+
+
+def test_another_export_written_to_the_folder_is_refused_on_resume(written_export, s3, endpoint_url, tmp_path):
+    """The savepoint names the export by its folder and by its ARN: the validation of an export whose data file
+    is damaged stops (exit 3) and keeps its savepoint; once another export holds the folder, the rerun is
+    refused with one line (exit 2) instead of mixing the first export's counts with the second's."""
+    table, bucket = written_export
+    objects = {name.removeprefix("exports/"): body for name, body in export_objects(s3, bucket, "exports/").items()}
+    summary = next(name for name in objects if name.endswith("manifest-summary.json"))
+    first_id = summary.split("/")[1]  # AWSDynamoDB/<export id>/manifest-summary.json
+    second_id = first_id[:-4] + ("beef" if not first_id.endswith("beef") else "cafe")
+    first_arn = json.loads(objects[summary])["exportArn"]
+    data_file = next(name for name in objects if name.endswith(".json.gz"))
+    for name, body in objects.items():  # the first export, one data file damaged: its MD5 differs
+        s3.put_object(Bucket=bucket, Key=f"swap/{name}", Body=body[:-9] if name == data_file else body)
+    document = {
+        "source": side(endpoint_url, table, scanSegments=3),
+        "target": export_target(endpoint_url, f"s3://{bucket}/swap"),
+        "renames": [{"from": k, "to": v} for k, v in RENAMES.items()],
+        "savepoints": {"path": str(tmp_path / "savepoints")},
+    }
+    config = write_config(tmp_path, document)
+    report = tmp_path / "report.json"
+    stopped = run_job(config, job="validate.py", args=("--report", str(report)))
+    assert stopped.returncode == 3, stopped.stdout + stopped.stderr
+    assert len(list((tmp_path / "savepoints").glob("validation_*.yaml"))) == 1
+
+    for name in objects:  # the folder emptied, then another export written to it
+        s3.delete_object(Bucket=bucket, Key=f"swap/{name}")
+    for name, body in objects.items():
+        s3.put_object(Bucket=bucket, Key=f"swap/{name.replace(first_id, second_id)}",
+                      Body=body.replace(first_id.encode(), second_id.encode()) if name.endswith(".json") else body)  # fmt: skip
+    resumed = run_job(config, job="validate.py", args=("--report", str(report)))
+
+    assert resumed.returncode == 2, resumed.stdout + resumed.stderr
+    line = one_error_line(resumed)
+    assert f"was made with the target {first_arn}, but s3-export 's3://{bucket}/swap/' is now " in line, line
+    assert first_arn.replace(first_id, second_id) in line and "delete it to start the validation over" in line, line
+    assert not report.exists()

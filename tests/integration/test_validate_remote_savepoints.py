@@ -24,6 +24,7 @@ import yaml
 
 from migrator.config import load_config
 from migrator.validate import driver
+from migrator.validate.work_file import file_name
 from testsupport.endpoint import TEST_ACCESS_KEY, TEST_REGION, TEST_SECRET_KEY, endpoint_block, side
 from testsupport.faultproxy import FaultProxy
 from testsupport.hdfs import hdfs_uri
@@ -113,7 +114,9 @@ def test_ctrl_c_then_rerun_resumes(folder, dynamodb, endpoint_url, spark, tmp_pa
             proxy.release_held()
             interrupter.join()
         assert folder.read_units() == {f"source-{n}" for n in range(SEGMENTS)}
-        assert any(name.startswith("validation_") and ".work/bucket-" in name for name in folder.names())
+        # One work file per read unit done, however many buckets.
+        work = [name.split(".work/", 1)[1] for name in folder.names() if ".work/" in name and not name.endswith(".crc")]
+        assert sorted(work) == sorted(file_name(f"source-{n}") for n in range(SEGMENTS))
 
         since = len(proxy.recorded)
         summary = driver.validate(load_config(str(path)), lambda: spark, str(tmp_path / "report.json"))

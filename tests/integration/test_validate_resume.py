@@ -17,10 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from testsupport.endpoint import put_items, side
+from migrator.snapshot.prune import canonical_key
+from migrator.validate.work_file import bucket_of, file_name
+from testsupport.endpoint import put_items, scan_all, side
 from testsupport.faultproxy import FaultProxy
 from testsupport.jobs import run_job, start_job, write_config
-from testsupport.planted import EXPECTED_SAMPLES, RENAMES, key, plant
+from testsupport.planted import EXPECTED_SAMPLES, RENAMES, create_table, key, plant
 from testsupport.resume import scanned_table_segments, validation_units, wait_for_validation_units
 
 pytestmark = pytest.mark.integration
@@ -78,6 +80,12 @@ def scanned(proxy: FaultProxy, pair: tuple[str, str], since: int) -> set[str]:
 def left_behind(folder: Path) -> list[str]:
     """What a validation leaves in its savepoints folder: its savepoint, its work files."""
     return sorted(path.name for path in (folder / "savepoints").glob("validation_*"))
+
+
+def work_files(folder: Path) -> list[str]:
+    """Every file in the validation's work folder, under it."""
+    (work,) = (folder / "savepoints").glob("validation_*.work")
+    return sorted(str(path.relative_to(work)) for path in work.rglob("*") if path.is_file())
 
 
 @pytest.fixture(scope="module")
@@ -152,6 +160,8 @@ def test_sigterm_mid_compare_exits_143_then_the_rerun_reads_nothing_again(proxy,
     assert "terminated (SIGTERM)" in output and "rerun the same command to resume" in output
     assert read_before == READ_UNITS and 1 <= len(compared_before) < SEGMENTS, output
     assert not report.exists()
+    # One work file per read unit, each holding all its buckets: not one per unit and bucket.
+    assert work_files(tmp_path) == sorted(file_name(unit) for unit in READ_UNITS)
 
     since = len(proxy.recorded)
     code, resumed, output = validate(config(proxy, pair, tmp_path), report)
@@ -160,3 +170,63 @@ def test_sigterm_mid_compare_exits_143_then_the_rerun_reads_nothing_again(proxy,
     assert scanned(proxy, pair, since) == set()
     assert (code, resumed) == uninterrupted[:2]
     assert left_behind(tmp_path) == []
+
+
+def wait_until(job, condition, what: str, timeout: float = 240) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert job.poll() is None, f"the validation ended before {what}:\n{job.stdout.read()}"
+        assert time.monotonic() < deadline, f"no {what} after {timeout}s"
+        time.sleep(0.05)
+
+
+def test_kill_9_mid_repair_then_rerun_counts_the_finished_buckets_repairs_and_says_so(proxy, dynamodb, tmp_path):
+    """Two missing keys in one bucket, each repaired by its own BatchWriteItem: the first lands, the second is
+    parked, and the validation is killed. The rerun's recheck finds the first equal: `repaired` counts the
+    repairs of buckets compared in full, and the summary says so."""
+    stamp = str(time.time_ns())[-8:]
+    source, target = f"val-rep-src-{stamp}", f"val-rep-dst-{stamp}"
+    items = [dict(key(f"r-{n:02}"), v={"N": str(n)}) for n in range(10)]
+    by_bucket: dict[int, list[dict]] = {}
+    for item in items:  # 10 keys in 8 buckets: two share one
+        by_bucket.setdefault(bucket_of(canonical_key(key(item["pk"]["S"])), SEGMENTS), []).append(item)
+    first, second = next(group for group in by_bucket.values() if len(group) >= 2)[:2]  # in key order
+    for table in (source, target):
+        create_table(dynamodb, table)
+    put_items(dynamodb, source, items)
+    put_items(dynamodb, target, [item for item in items if item not in (first, second)])
+    document = {
+        "source": side(proxy.endpoint_url, source, scanSegments=SEGMENTS, maxMapTasks=1),
+        "target": side(proxy.endpoint_url, target, maxItemsPerBatch=1),
+        "validation": {"copyMissingRows": True, "recheckSeconds": 1},
+        "savepoints": {"path": str(tmp_path / "savepoints")},
+    }  # fmt: skip
+    config_path = write_config(tmp_path, document)
+    report = tmp_path / "report.json"
+
+    def first_repaired() -> bool:
+        return "Item" in dynamodb.get_item(TableName=target, Key=key(first["pk"]["S"]))
+
+    held = proxy.hold_next("BatchWriteItem", containing=json.dumps(second["pk"]["S"]).encode())
+    job = start_job(config_path, job="validate.py", args=("--report", str(report)))
+    try:
+        wait_until(job, held.is_set, "the second repair")
+        wait_until(job, first_repaired, "the first repair")
+        os.killpg(job.pid, signal.SIGKILL)
+        job.communicate(timeout=60)
+    finally:
+        proxy.release_held()  # the parked write never lands
+    read_before, compared_before = validation_units(tmp_path / "savepoints")
+    assert read_before == READ_UNITS and bucket_of(canonical_key(key(first["pk"]["S"])), SEGMENTS) not in compared_before
+
+    code, resumed, output = validate(config_path, report)
+
+    assert code == 0, output
+    # The target as its first scan read it (8 items); the first key found equal by the rerun's recheck.
+    assert resumed == {
+        "sourceItems": 10, "targetItems": 8, "equal": 9, "missing": 1, "extra": 0, "different": 0,
+        "skippedExpired": 0, "samples": [{"kind": "missing", "key": key(second["pk"]["S"]), "attributes": []}],
+        "repaired": {"missing": 1, "different": 0, "extra": 0},
+    }  # fmt: skip
+    assert "repaired counts the buckets compared in full: this validation resumed after its repairs began" in output
+    assert sorted(scan_all(dynamodb, target), key=lambda item: item["pk"]["S"]) == items

@@ -39,7 +39,7 @@ KNOW_NO_TASK = {"migrator.snapshot.progress", "migrator.snapshot.runner", "migra
 PURE = [
     "migrator.config", "migrator.errors", "migrator.redact", "migrator.connection", "migrator.items", "migrator.plan", "migrator.ratelimit",
     "migrator.metrics", "migrator.export", "migrator.stream", "migrator.snapshot.outcomes", "migrator.snapshot.savepoints",
-    "migrator.validate.compare", "migrator.validate.report",
+    "migrator.validate.compare", "migrator.validate.report", "migrator.validate.work_file",
 ]  # fmt: skip
 
 

@@ -233,8 +233,6 @@ def test_skip_segments_below_scan_segments_load():
 COMPAT_CASES = [
     ({"skipTokenRanges": [[1, 2]]}, "skipTokenRanges"),
     ({"target.scanSegments": 4}, "target.scanSegments"),
-    ({"target.readThroughput": 100}, "target.readThroughput"),
-    ({"target.throughputReadPercent": 0.5}, "target.throughputReadPercent"),
     ({"target.maxMapTasks": 4}, "target.maxMapTasks"),
     ({"savepoints.intervalSeconds": 300}, "savepoints.intervalSeconds"),
     ({"validation.compareTimestamps": True}, "validation.compareTimestamps"),

@@ -1,14 +1,12 @@
-"""Work files in a local folder: a read unit's buckets, a compare unit meeting both sides by key."""
+"""Work files in a local folder: a read unit's file of buckets, a compare unit meeting both sides by key."""
 
 from __future__ import annotations
-
-import gzip
-import json
 
 from migrator.connection import ClientSpec
 from migrator.snapshot.prune import canonical_key
 from migrator.target.export_folder import ExportFolder
-from migrator.validate.buckets import CompareTask, ReadTask, bucket_of, compare_bucket, file_name, write_buckets
+from migrator.validate.buckets import CompareTask, ReadTask, compare_bucket, write_work_file
+from migrator.validate.work_file import file_name
 from migrator.validate.matching import KeyCheck, SideScan
 
 BUCKETS = 3
@@ -34,7 +32,7 @@ CHECK = KeyCheck(
 
 def write_unit(folder: ExportFolder, unit: str, items: list[dict]) -> int:
     entries = iter([(canonical_key({"pk": item["pk"]}), (item, False)) for item in items])
-    count, handed_back = write_buckets(ReadTask(unit, BUCKETS, folder), entries)
+    count, handed_back = write_work_file(ReadTask(unit, BUCKETS, folder), entries)
     assert handed_back == ()  # a local folder: written here, nothing for the driver
     return count
 
@@ -45,14 +43,13 @@ def test_both_sides_meet_by_key_in_their_bucket_and_round_trip_exactly(tmp_path)
     assert write_unit(folder, "source-0", SOURCE_ITEMS[:5]) + write_unit(folder, "source-1", SOURCE_ITEMS[5:]) == 12
     write_unit(folder, "target-0", TARGET_ITEMS[:6])
     write_unit(folder, "target-1", TARGET_ITEMS[6:])
-    for bucket in range(BUCKETS):  # every unit writes every bucket's file, empty or not
-        for unit in ("source-0", "source-1", "target-0", "target-1"):
-            assert (tmp_path / "work" / file_name(bucket, unit)).is_file()
-    lines = gzip.decompress((tmp_path / "work" / file_name(bucket_of('{"pk":{"S":"k3"}}', BUCKETS), "source-0")).read_bytes())
-    assert [json.loads(line)[1] for line in lines.splitlines() if b'"k3"' in line] == [SOURCE_ITEMS[3]]
+    # One file per read unit, whatever the number of buckets.
+    assert sorted(path.name for path in (tmp_path / "work").iterdir()) == [
+        file_name(unit) for unit in ("source-0", "source-1", "target-0", "target-1")
+    ]
 
     tallies = [
-        compare_bucket(CompareTask(bucket, ("source-0", "source-1"), ("target-0", "target-1"), folder, CHECK)).tally
+        compare_bucket(CompareTask(bucket, ("source-0", "source-1"), ("target-0", "target-1"), folder, CHECK, BUCKETS)).tally
         for bucket in range(BUCKETS)
     ]
 
@@ -70,10 +67,10 @@ def test_a_missing_work_file_fails_the_bucket_and_says_how_to_start_over(tmp_pat
     folder = ExportFolder(None, str(tmp_path / "work"))
     write_unit(folder, "source-0", SOURCE_ITEMS)
     write_unit(folder, "target-0", TARGET_ITEMS)
-    (tmp_path / "work" / file_name(1, "target-0")).unlink()
+    (tmp_path / "work" / file_name("target-0")).unlink()
 
-    outcome = compare_bucket(CompareTask(1, ("source-0",), ("target-0",), folder, CHECK))
+    outcome = compare_bucket(CompareTask(1, ("source-0",), ("target-0",), folder, CHECK, BUCKETS))
 
     assert not outcome.ok and outcome.tally is None
-    assert f"work file {tmp_path / 'work' / file_name(1, 'target-0')} is missing" in str(outcome.error)
+    assert f"work file {tmp_path / 'work' / file_name('target-0')} is missing" in str(outcome.error)
     assert "delete the validation's savepoint" in str(outcome.error)

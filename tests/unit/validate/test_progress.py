@@ -12,9 +12,9 @@ from migrator.config import parse_config
 from migrator.errors import SavepointError
 from migrator.snapshot.savepoint_folders import LocalFolder
 from migrator.snapshot.savepoints import VALIDATION, SavepointIdentity, SavepointStore, Side, SnapshotProgress
-from migrator.validate.buckets import bucket_of
 from migrator.validate.progress import SavedValidation, ValidationProgress, answer_options
 from migrator.validate.report import DIFFERENT, MISSING, Sample, Tally
+from migrator.validate.work_file import bucket_of
 
 SOURCE = Side("dynamodb", "http://localhost:5000", "eu-west-1", "Orders")
 TARGET = Side("dynamodb", "http://localhost:5000", "eu-west-1", "Orders-copy")
@@ -56,6 +56,25 @@ def test_a_snapshot_savepoint_under_the_validations_name_is_refused(tmp_path):
 
     with pytest.raises(SavepointError, match="belongs to the snapshot of dynamodb table 'Orders'"):
         SavepointStore(LocalFolder(str(tmp_path)), raw, VALIDATION_IDENTITY).load_record()
+
+
+def test_another_export_written_to_the_same_folder_is_refused_by_its_arn(tmp_path):
+    """An export target is named by its folder: the savepoint's name is the same, its export ARN tells them apart."""
+    arn = "arn:aws:dynamodb:eu-west-1:123456789012:table/Orders/export/{}"
+    first, second = (Side("s3-export", "", "", "s3://b/exports", arn.format(id_)) for id_ in ("01-first", "02-second"))
+    loaded = config()
+    store = SavepointStore(LocalFolder(str(tmp_path)), loaded.raw, SavepointIdentity(SOURCE, first, VALIDATION))
+    store.save(ValidationProgress(answer_options(loaded.config), 4, 4, Tally(2)))
+    again = SavepointStore(LocalFolder(str(tmp_path)), loaded.raw, SavepointIdentity(SOURCE, second, VALIDATION))
+
+    assert again.name == store.name
+    with pytest.raises(SavepointError) as refused:
+        again.load_record()
+    assert str(refused.value) == (
+        f"savepoint {store.path} was made with the target {arn.format('01-first')}, but s3-export 's3://b/exports' "
+        f"is now {arn.format('02-second')}: delete it to start the validation over against what the target holds now"
+    )
+    assert SavepointStore(LocalFolder(str(tmp_path)), loaded.raw, store.identity).load_record() is not None
 
 
 def test_progress_round_trips_through_the_savepoint(tmp_path):

@@ -121,6 +121,16 @@ def test_summary_names_every_count_and_the_rate():
     assert "2.0 s, 2 items/s" in text
 
 
+def test_the_summary_says_when_repaired_counts_only_the_buckets_compared_in_full():
+    tally = Tally(10, source_items=2, target_items=1, equal=1, missing=1)
+    tally.repaired.update(missing=1)
+    note = "repaired counts the buckets compared in full: this validation resumed after its repairs began"
+
+    assert note not in summary(tally).render()
+    resumed = ValidationSummary("src", "dst", tally, seconds=2.0, resumed_repairing=True)
+    assert note in resumed.render() and resumed.report() == summary(tally).report()
+
+
 def test_report_is_written_whole(tmp_path):
     path = tmp_path / "report.json"
     write_report(str(path), summary(Tally(10, equal=1)))

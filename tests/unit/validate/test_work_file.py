@@ -1,0 +1,93 @@
+"""A read unit's work file: buckets behind a fixed-width index, each bucket read alone by two ranged reads."""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import pytest
+
+from migrator.errors import MigratorError
+from migrator.snapshot.prune import canonical_key
+from migrator.validate.work_file import HEADER_BYTES, MAGIC, bucket_of, decode, encode, read_bucket
+from testsupport.all_types import FIXTURE
+
+BUCKETS = 5
+# DynamoDB JSON as the lean client reads it: binary as base64 text, numbers as their digits.
+ITEMS = json.loads(FIXTURE.read_text(encoding="utf-8"))
+
+
+def entries() -> list[tuple[str, tuple[dict, bool]]]:
+    return [(canonical_key({"pk": item["pk"], "sk": item["sk"]}), (item, n % 3 == 0)) for n, item in enumerate(ITEMS)]
+
+
+def encoded(buckets: int = BUCKETS) -> bytes:
+    count, pieces = encode(iter(entries()), buckets)
+    assert count == len(ITEMS)
+    return b"".join(pieces)
+
+
+class Reads:
+    """A RangeReader over bytes in memory that records each read as (start, length)."""
+
+    def __init__(self, data: bytes | None):
+        self.data = data
+        self.calls: list[tuple[int, int]] = []
+
+    def __call__(self, name: str, start: int, length: int) -> bytes | None:
+        self.calls.append((start, length))
+        return None if self.data is None else self.data[start : start + length]
+
+
+def test_the_index_gives_each_bucket_its_range_and_every_item_round_trips_exactly():
+    data = encoded()
+    offsets = struct.unpack_from(f">{BUCKETS + 1}Q", data, HEADER_BYTES)
+
+    assert data[:8] == MAGIC and struct.unpack_from(">Q", data, 8) == (BUCKETS,)
+    assert offsets[0] == HEADER_BYTES + 8 * (BUCKETS + 1) and offsets[-1] == len(data)
+    assert list(offsets) == sorted(offsets)
+    decoded = {}
+    for bucket in range(BUCKETS):
+        reads = Reads(data)
+        found = list(decode(read_bucket(reads, "u", "where", bucket), bucket, BUCKETS, "where"))
+        # One 16-byte read of the bucket's index entry, then its range, and nothing else.
+        assert reads.calls[0] == (HEADER_BYTES + 8 * bucket, 16)
+        assert reads.calls[1:] == ([(offsets[bucket], offsets[bucket + 1] - offsets[bucket])] if found else [])
+        assert all(bucket_of(key, BUCKETS) == bucket for key, _ in found)
+        decoded.update(found)
+    assert decoded == dict(entries())  # every type exactly, the expired marks too
+
+
+def test_an_empty_bucket_takes_no_bytes_and_no_second_read():
+    count, pieces = encode(iter(entries()[:1]), 64)
+    data = b"".join(pieces)
+    empty = next(b for b in range(64) if b != bucket_of(entries()[0][0], 64))
+    reads = Reads(data)
+
+    assert read_bucket(reads, "u", "where", empty) == b"" and len(reads.calls) == 1
+    assert list(decode(b"", empty, 64, "where")) == []
+
+
+def test_a_missing_file_is_an_error_that_says_how_to_start_over():
+    with pytest.raises(MigratorError, match=r"work file /w/source-3.buckets is missing: delete the validation's savepoint"):
+        read_bucket(Reads(None), "source-3.buckets", "/w/source-3.buckets", 0)
+
+
+@pytest.mark.parametrize(
+    "cut, reason",
+    [(HEADER_BYTES + 4, "its index has no entry for bucket"), (-3, "it ends inside bucket")],
+)
+def test_a_short_file_is_damaged_never_fewer_items(cut, reason):
+    data = encoded(1)[:cut]
+
+    with pytest.raises(MigratorError, match=f"work file where is damaged \\({reason}"):
+        read_bucket(Reads(data), "u", "where", 0)
+
+
+def test_a_file_of_another_bucket_count_is_damaged_never_half_read():
+    data = encoded(BUCKETS + 1)
+    # A bucket that, in a file of BUCKETS + 1 buckets, holds a key another bucket holds in a file of BUCKETS.
+    bucket = next(bucket_of(k, BUCKETS + 1) for k, _ in entries() if bucket_of(k, BUCKETS + 1) != bucket_of(k, BUCKETS))
+
+    with pytest.raises(MigratorError, match="holds a key of another bucket"):
+        list(decode(read_bucket(Reads(data), "u", "where", bucket), bucket, BUCKETS, "where"))
