@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # testsupport
 
 from testsupport.emulator import EmulatorProcess  # noqa: E402
-from testsupport.soak import RoundResult, plan_round, run_round  # noqa: E402
+from testsupport.soak import RoundResult, plan_round, run_round, signals_sent  # noqa: E402
 
 
 def main() -> int:
@@ -68,9 +68,8 @@ def parse_arguments() -> argparse.Namespace:
 
 def summary(results: list[RoundResult]) -> str:
     """The figures docs/soak.md reports: rounds, kills, faults, items and changes, the outcome."""
-    kills, faults, modes = Counter(), Counter(), Counter()
+    kills, faults, modes = signals_sent(results), Counter(), Counter()
     for result in results:
-        kills.update({kind.partition("@")[0]: n for kind, n in result.kills.items()})
         faults.update(result.faults)
         modes[result.plan.mode + ("+stream" if result.plan.chained else "")] += 1
     compared = [r.verdict for r in results if r.verdict is not None]

@@ -160,6 +160,15 @@ class RoundResult:
         return "\n".join(lines)
 
 
+def signals_sent(results: list[RoundResult]) -> Counter:
+    """The interruptions of all rounds by signal (a round counts them by signal and moment)."""
+    sent: Counter = Counter()
+    for result in results:
+        for kind, count in result.kills.items():
+            sent[kind.partition("@")[0]] += count
+    return sent
+
+
 class Job:
     """One spark-submit run of the round's config; its output collected as it comes."""
 

@@ -9,7 +9,7 @@ import random
 import pytest
 
 from migrator.items import item_size_bytes, key_of
-from testsupport.soak import MODES, REPLICATION_MOMENTS, SIGNALS, SNAPSHOT_MOMENTS, plan_round
+from testsupport.soak import MODES, REPLICATION_MOMENTS, SIGNALS, SNAPSHOT_MOMENTS, RoundResult, plan_round, signals_sent
 from testsupport.soak_data import KEY_TYPES, KeySchema, make_source_items
 
 
@@ -47,3 +47,11 @@ def test_every_key_schema_gives_distinct_keys_and_items_under_400_kb(hash_type, 
     assert len({key_of(i, schema.names) for i in items}) == 300
     assert max(item_size_bytes(i) for i in items) < 400_000
     assert sum(item_size_bytes(i) > 399_000 for i in items) == 2
+
+
+def test_the_summary_counts_every_signal_sent_whatever_its_moment():
+    result = RoundResult(plan_round(321))
+    result.kills.update({"SIGTERM@mid_segment": 1, "SIGTERM@committed": 1, "SIGKILL@replicating": 1})
+    other = RoundResult(plan_round(311))
+    other.kills.update({"SIGTERM@replicating": 2})
+    assert signals_sent([result, other]) == {"SIGTERM": 4, "SIGKILL": 1}
