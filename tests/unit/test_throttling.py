@@ -76,13 +76,14 @@ def test_progress_restarts_the_give_up_clock_and_the_back_off(clock, monkeypatch
 def test_a_line_a_minute_however_many_requests_are_throttled(clock, caplog):
     caplog.set_level(logging.WARNING, logger="migrator.throttling")
     resource = fresh_resource()
-    first = retry(clock, resource=resource)
-    others = [ThrottledRetry("writing to", resource, "target", 3600, clock=clock, sleep=lambda s: None) for _ in range(8)]
+    # Nine requests throttled once a second for five minutes. The clock moves by whole seconds here,
+    # not by the random back-offs, whose lateness could add up to a line more or less.
+    throttled = [ThrottledRetry("writing to", resource, "target", 3600, clock=clock, sleep=lambda s: None) for _ in range(9)]
     started = clock.now
-    while clock.now - started < 5 * LOG_INTERVAL_SECONDS - 1:  # five minutes, nine throttled requests
-        first.wait(CODE)
-        for other in others:
-            other.wait(CODE)
+    while clock.now - started < 5 * LOG_INTERVAL_SECONDS - 1:
+        for request in throttled:
+            request.wait(CODE)
+        clock.sleep(1.0)
 
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 5, lines
