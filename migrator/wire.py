@@ -25,7 +25,6 @@ Responses look like boto3's where the migrator reads them: `Items`, `LastEvaluat
 
 from __future__ import annotations
 
-import gc
 import json
 import threading
 import time
@@ -40,6 +39,7 @@ from botocore.exceptions import HTTPClientError
 
 from migrator import aws, errors
 from migrator.aws import translate_error, translated
+from migrator.collector import collector_paused
 from migrator.connection import ClientSpec
 from migrator.throttling import THROTTLING_CODES, ThrottledRetry, backoff_seconds
 
@@ -55,21 +55,10 @@ _ACTIONS = {"Scan": "scanning", "BatchWriteItem": "writing to", "GetItem": "read
 
 
 def parse_without_collector(document: bytes) -> Any:
-    """json.loads with the cyclic garbage collector paused while the document is built.
-
-    A Scan page is a tree of some 100,000 dicts and lists, which the collector would walk over
-    a hundred times while they are created (it runs every 700 new containers), doubling the cost
-    of parsing; a tree holds no cycle, so pausing it frees nothing later than reference counting
-    does. The pause is process-wide: another thread's allocations skip it too, for as long as a
-    parse lasts (docs/benchmarks.md).
-    """
-    if not gc.isenabled():  # paused by another parse, or by the process itself
+    """json.loads with the cyclic garbage collector paused (`migrator.collector`): a Scan page is a tree
+    of some 100,000 containers."""
+    with collector_paused():
         return json.loads(document)
-    gc.disable()
-    try:
-        return json.loads(document)
-    finally:
-        gc.enable()
 
 
 def wire_client(spec: ClientSpec, service: str = "dynamodb") -> "WireClient":

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Iterator
 
+from migrator.collector import collector_paused
 from migrator.errors import MigratorError
 from migrator.snapshot.export_copy import FileTask
 from migrator.target.export_folder import ExportFolder, open_data_file, read_range
@@ -129,11 +130,14 @@ def compare_bucket(task: CompareTask) -> CompareOutcome:
 
 
 def _read_side(task: CompareTask, units: tuple[str, ...]) -> dict[str, Entry]:
+    """The side's items of the bucket by key, parsed with the collector paused (a bucket holds about 1/B of
+    the side's table: a tree the collector would walk many times while it is built)."""
     handed = dict(task.files) if task.files is not None else None
     entries: dict[str, Entry] = {}
     for unit in units:
         data = handed[unit] if handed is not None else bucket_bytes(partial(read_range, task.folder), task, unit)
-        entries.update(decode(data, task.bucket, task.buckets, task.folder.where(file_name(unit))))
+        with collector_paused():
+            entries.update(decode(data, task.bucket, task.buckets, task.folder.where(file_name(unit))))
     return entries
 
 
