@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 from migrator.connection import ClientSpec
 from migrator.errors import SegmentFailed
-from migrator.items import item_size_bytes
 from migrator.ratelimit import CapacityLimiter
 from migrator.snapshot.outcomes import SegmentOutcome
 from migrator.snapshot.progress_channel import RunningCounts, reporting
@@ -37,19 +36,20 @@ class SegmentTask(SegmentRead):
 def copy_segment(task: SegmentTask) -> SegmentOutcome:
     """Scan the segment and write every live item; return counts or the error."""
     started = time.monotonic()
-    scan_counters, write_counters, copied = ScanCounters(), WriteCounters(), _Copied()
+    scan_counters, write_counters = ScanCounters(), WriteCounters()
+    skipped = 0
 
     def failed(cause: str, retryable: bool) -> SegmentFailed:
         return SegmentFailed(task.segment, task.total_segments, cause, retryable)
 
     with errors_returned(f"segment {task.segment}", failed) as caught:
-        _copy(task, scan_counters, write_counters, copied)
+        skipped = _copy(task, scan_counters, write_counters)
     return SegmentOutcome(
         segment=task.segment,
         scanned=scan_counters.items,
         written=write_counters.items,
-        skipped_expired=copied.skipped_expired,
-        item_bytes=copied.item_bytes,
+        skipped_expired=skipped,
+        item_bytes=write_counters.item_bytes,
         retries=scan_counters.retries + write_counters.retries,
         unprocessed_retries=write_counters.unprocessed_retries,
         seconds=time.monotonic() - started,
@@ -57,17 +57,9 @@ def copy_segment(task: SegmentTask) -> SegmentOutcome:
     )
 
 
-@dataclass
-class _Copied:
-    """What the segment's items came to so far, besides the scan's and the writes' counters."""
-
-    skipped_expired: int = 0
-    item_bytes: int = 0  # of the items handed to the writer
-
-
-def _copy(task: SegmentTask, scan_counters: ScanCounters, write_counters: WriteCounters, copied: _Copied) -> None:
+def _copy(task: SegmentTask, scan_counters: ScanCounters, write_counters: WriteCounters) -> int:
     """Scan page after page while the writer keeps several BatchWriteItem calls in flight,
-    reporting the items written so far to the driver (`progress_channel`).
+    reporting the items written so far to the driver (`progress_channel`); the items skipped.
 
     One request at a time per task leaves the service waiting on the client; overlapping
     the next Scan page with several writes keeps it busy (`PipelinedWriter`).
@@ -76,10 +68,11 @@ def _copy(task: SegmentTask, scan_counters: ScanCounters, write_counters: WriteC
         task.target, task.target_table, batch_size=task.batch_size,
         limiter=CapacityLimiter(task.write_units_per_second), report_capacity=task.target_reports_capacity,
     ) as writer:  # fmt: skip
-        with reporting(task.progress, task.segment, lambda: RunningCounts(writer.items_written, copied.item_bytes)):
+        skipped = 0
+        with reporting(task.progress, task.segment, lambda: RunningCounts(*writer.written_so_far())):
             for live, expired in live_pages(task, scan_counters):
-                copied.skipped_expired += expired
-                copied.item_bytes += sum(item_size_bytes(item) for item in live)
+                skipped += expired
                 for item in live:
                     writer.put(item)
             write_counters.add(writer.close())  # raises the first write failure
+    return skipped

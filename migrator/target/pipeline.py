@@ -75,10 +75,10 @@ class PipelinedWriter:
     def delete(self, key: Item) -> None:
         self._add((_DELETE, key))
 
-    @property
-    def items_written(self) -> int:
-        """Items the target has confirmed so far; read while the writes go on, for progress reports."""
-        return sum(counters.items for counters in list(self._thread_counters))
+    def written_so_far(self) -> tuple[int, int]:
+        """Items the target has confirmed so far and their bytes; read while the writes go on, for progress."""
+        counters = list(self._thread_counters)
+        return sum(c.items for c in counters), sum(c.item_bytes for c in counters)
 
     def close(self) -> WriteCounters:
         """Send what is buffered, wait for every write, and return the summed counters."""

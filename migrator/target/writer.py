@@ -27,6 +27,7 @@ class WriteCounters:
     retries: int = 0
     unprocessed_retries: int = 0
     write_units: float = 0.0
+    item_bytes: int = 0  # of the items put, as DynamoDB sizes them
 
     def add(self, other: "WriteCounters") -> None:
         """Fold another writer's counts into these."""
@@ -35,6 +36,7 @@ class WriteCounters:
         self.retries += other.retries
         self.unprocessed_retries += other.unprocessed_retries
         self.write_units += other.write_units
+        self.item_bytes += other.item_bytes
 
 
 class BatchWriter:
@@ -79,10 +81,12 @@ class BatchWriter:
             self._write_all(requests)
 
     def _write_all(self, requests: list[dict[str, Any]]) -> None:
-        pending = requests
+        # Each item sized once: its bytes, the write's estimate and, when unreported, its cost.
+        sizes = [_request_bytes(r) for r in requests]
+        pending, pending_sizes = requests, sizes
         throttled: ThrottledRetry | None = None
         while True:
-            unprocessed = self._send(pending)
+            unprocessed = self._send(pending, pending_sizes)
             if not unprocessed:
                 break
             if throttled is None:
@@ -91,12 +95,13 @@ class BatchWriter:
                 throttled.progressed()  # some items got through: the give-up clock starts again
             throttled.wait(UNPROCESSED)  # raises Throttled once the give-up time has passed
             self._counters.unprocessed_retries += 1
-            pending = unprocessed
+            pending, pending_sizes = unprocessed, [_request_bytes(r) for r in unprocessed]
         self._counters.items += len(requests)
+        self._counters.item_bytes += sum(sizes)
 
-    def _send(self, requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """One BatchWriteItem; returns the requests DynamoDB left unprocessed."""
-        units_each = [_request_units(r) for r in requests]  # sized once: the estimate and, unreported, the cost
+    def _send(self, requests: list[dict[str, Any]], sizes: list[int]) -> list[dict[str, Any]]:
+        """One BatchWriteItem (`sizes`: each request's item bytes); returns the requests DynamoDB left unprocessed."""
+        units_each = [_units(size) for size in sizes]
         estimate = float(sum(units_each))
         self._limiter.acquire(estimate)
         call: dict[str, Any] = {"RequestItems": {self._table: requests}}
@@ -126,8 +131,13 @@ def _write_units(response: dict[str, Any], units_each: list[int], unprocessed: l
     return float(sum(written))
 
 
-def _request_units(request: dict[str, Any]) -> int:
-    """One unit per started KB of a put item; a delete costs at least one unit."""
+def _request_bytes(request: dict[str, Any]) -> int:
+    """The bytes of a put's item; a delete writes none."""
     if "PutRequest" in request:
-        return math.ceil(item_size_bytes(request["PutRequest"]["Item"]) / 1024) or 1
-    return 1
+        return item_size_bytes(request["PutRequest"]["Item"])
+    return 0
+
+
+def _units(size: int) -> int:
+    """One unit per started KB of a put item; a delete costs at least one unit."""
+    return math.ceil(size / 1024) or 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import re
 import uuid
 
@@ -13,6 +14,7 @@ from migrator import throttling
 from migrator.config import parse_config
 from migrator.connection import ClientSpec
 from migrator.errors import ConfigError, Throttled
+from migrator.items import item_size_bytes
 from migrator.ratelimit import CapacityLimiter
 from migrator.target.writer import BatchWriter, WriteCounters
 from migrator.throttling import BACKOFF_MAX_SECONDS, LOG_INTERVAL_SECONDS, ThrottledRetry
@@ -122,6 +124,19 @@ def test_unprocessed_items_are_resent_while_some_get_through_however_long_it_tak
     batch.flush()
 
     assert len(table.written) == 25
+
+
+def test_resent_items_count_their_bytes_and_units_once():
+    table, counters = UnprocessedTable(accepts=10), WriteCounters()  # 25 items in three rounds
+    batch = BatchWriter(table, "t", batch_size=25, limiter=CapacityLimiter(None), counters=counters, report_capacity=False)
+    items = [{"pk": {"S": f"k{n}"}, "payload": {"S": "x" * (1000 * n)}} for n in range(25)]  # 0 to 24 KB
+    for item in items:
+        batch.put(item)
+    batch.delete({"pk": {"S": "gone"}})
+    batch.flush()
+
+    assert (counters.items, counters.item_bytes) == (26, sum(item_size_bytes(item) for item in items))
+    assert counters.write_units == sum(math.ceil(item_size_bytes(item) / 1024) or 1 for item in items) + 1
 
 
 def test_items_that_never_get_through_raise_throttled_after_the_give_up_time():
