@@ -13,7 +13,9 @@ from prometheus_client import CollectorRegistry
 
 def summary_after(seconds: float, **counts) -> SnapshotSummary:
     summary = SnapshotSummary("src", "dst", **counts)
-    summary.finished = summary.started + seconds
+    # A fixed start, not the monotonic clock's: `finished - started` must come out exactly
+    # `seconds`, which a clock reading such as 485.5189 does not guarantee in floating point.
+    summary.started, summary.finished = 1000.0, 1000.0 + seconds
     return summary
 
 
