@@ -51,13 +51,14 @@ sys.path.insert(0, str(REPO))  # testsupport
 
 from migrator.config import load_config  # noqa: E402
 from migrator.replicate.datasource import ChangesReader, feed_of  # noqa: E402
-from migrator.replicate.query import TRIGGER_INTERVAL  # noqa: E402
+from migrator.replicate.query import PARTITIONS_PER_CORE, TRIGGER_INTERVAL  # noqa: E402
 from migrator.source.dynamodb_streams import StreamInfo  # noqa: E402
 from testsupport.streamserver import ScriptedStreamServer, make_shard_id  # noqa: E402
 
 TABLE, VIEW, KEY_NAMES = "bench", "NEW_AND_OLD_IMAGES", ("pk",)
 TRIGGER_SECONDS = float(TRIGGER_INTERVAL.split()[0]) / 1000  # "500 milliseconds"
 TICK_SECONDS = 0.01
+SPARK_CORES = 2  # the partitions planned are those of a local[2] job
 DESCRIBE_STREAM_PER_SECOND, GET_RECORDS_PER_SHARD_PER_SECOND = 10, 5  # DynamoDB Streams' quotas
 
 
@@ -161,6 +162,7 @@ class Run:
     plan_cpu: list[float] = field(default_factory=list)
     offset_bytes: list[int] = field(default_factory=list)
     partitions: list[int] = field(default_factory=list)
+    ranges: list[int] = field(default_factory=list)  # shards with new records, each a range of a partition
     lags: list[float] = field(default_factory=list)
     records: int = 0
     seconds: float = 0.0
@@ -202,9 +204,10 @@ def drive(run: Run, reader: ChangesReader, seconds: float) -> None:
         run.plan_wall.append(done - trigger)
         run.offset_bytes.append(len(json.dumps(end)))
         run.partitions.append(len(planned))
+        run.ranges.append(sum(len(partition.value) for partition in planned))
         now = time.time()
-        for partition in planned:
-            records = partition.value.records or []
+        for shard_range in (r for partition in planned for r in partition.value):
+            records = shard_range.records or []
             run.records += len(records)
             run.lags += [now - float(r["dynamodb"]["ApproximateCreationDateTime"]) for r in records]  # epoch seconds
         start = end
@@ -224,7 +227,7 @@ def measure(shards: int, args: argparse.Namespace, workdir: Path) -> Run:
         feed = feed_of(StreamInfo(arn, VIEW, KEY_NAMES), source, TABLE)
         rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         try:
-            drive(run, ChangesReader(feed), args.seconds)
+            drive(run, ChangesReader(feed, PARTITIONS_PER_CORE * SPARK_CORES), args.seconds)
         except Exception as exc:  # reported, and the exit code says so
             run.error = f"{type(exc).__name__}: {exc}"
         run.rss_growth_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before
@@ -251,6 +254,7 @@ def summary(run: Run) -> dict[str, str]:
         "plan p50/max s": f"{percentile(wall, 50):.2f}/{wall[-1] if wall else float('nan'):.2f}",
         "plan CPU p50 s": f"{percentile(cpu, 50):.2f}",
         "offset KB": f"{max(run.offset_bytes, default=0) / 1024:.0f}",
+        "shards read/batch": f"{percentile(sorted(run.ranges), 50):.0f}",
         "partitions/batch": f"{percentile(sorted(run.partitions), 50):.0f}",
         "DescribeStream/s avg/max": f"{sum(describe.values()) / seconds:.1f}/{max(describe.values(), default=0)}",
         "GetRecords/shard/s max": f"{run.served.get('reads_per_shard_second_max', 0)}",

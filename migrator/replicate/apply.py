@@ -1,8 +1,8 @@
-"""What each micro-batch does to the target: run by `foreachBatch`, on executors, a partition per shard.
+"""What each micro-batch does to the target: run by `foreachBatch`, on executors, a partition at a time.
 
-Each shard's partition is applied where it was read (a key's changes in one batch are all in
-one shard): collapsed to the last state per key and written, a put of the new image or a
-delete of the key; a change the stream sent without its new image (KEYS_ONLY, OLD_IMAGE, a
+Each partition (the ranges of a few shards, each range whole) is applied where it was read
+(a key's changes in one batch are all in one shard): collapsed to the last state per key and
+written, a put of the new image or a delete of the key; a change the stream sent without its new image (KEYS_ONLY, OLD_IMAGE, a
 Kinesis record without NewImage) is first looked up in the live table. Writes and lookups are
 paced to each partition's share of the configured rates. A failure comes back in the
 partition's `ApplyOutcome`, and the query fails the batch, so its offsets are not committed

@@ -6,7 +6,8 @@ Its offset is the position of every shard (`migrator.stream.offsets.StreamOffset
 Spark's checkpoint. The reader's methods run in a Python process under the driver JVM:
 `latestOffset` discovers shards (a page at a time, within the listing API's quota:
 `migrator.stream.listing`), reads the readable ones, several at once (children only after their
-parent is fully read) and caches the records for `partitions`, which hands them to the executors.
+parent is fully read) and caches the records for `partitions`, which hands them to the executors
+packed into a few partitions (about two per core), each shard's range whole in one.
 After a restart nothing is cached and executors re-read the planned range by sequence
 number. After a restart the reader learns where it stands from Spark: 4.1 and later pass
 the start to `latestOffset`; 4.0 calls `partitions(offset, offset)` with the last offset of
@@ -37,6 +38,7 @@ from migrator.source.stream_feeds import DynamoDBStreamsFeed, KinesisFeed
 from migrator.stream.kinesis_records import SkippedRecord
 from migrator.stream.listing import ShardListing
 from migrator.stream.offsets import ShardPosition, StreamOffset
+from migrator.stream.packing import pack
 from migrator.stream.reading import ShardRead
 from migrator.stream.records import ChangeRecord
 from migrator.stream.shards import Shard, depth, readable_shards
@@ -67,8 +69,9 @@ class ShardRange:
     first: str | None = None  # the first record the range held when it was planned
 
 
-def changes_source(feed: Feed) -> type[DataSource]:
-    """The data source class of one replication: `spark.readStream.format("dynamodb_changes")`, reading `feed`.
+def changes_source(feed: Feed, partitions: int) -> type[DataSource]:
+    """The data source class of one replication: `spark.readStream.format("dynamodb_changes")`, reading `feed`
+    in batches of at most `partitions` input partitions.
 
     The reader needs the live table's client spec, credentials included. Options cannot carry
     them: they are strings, shown in the query plan, the Spark UI and the event log. Nor can the
@@ -89,7 +92,7 @@ def changes_source(feed: Feed) -> type[DataSource]:
             return ROW_SCHEMA
 
         def streamReader(self, schema) -> "ChangesReader":
-            return ChangesReader(feed)
+            return ChangesReader(feed, partitions)
 
     return ChangesDataSource
 
@@ -103,10 +106,12 @@ def feed_of(stream: StreamInfo | KinesisStream, source: ClientSpec, table: str) 
 
 
 class ChangesReader(DataSourceStreamReader):
-    """Offsets are per-shard positions; the driver plans one partition per shard with new records."""
+    """Offsets are per-shard positions; the driver packs the shards with new records into at most
+    `partitions` input partitions, each shard's range whole in one (`migrator.stream.packing`)."""
 
-    def __init__(self, feed: Feed):
+    def __init__(self, feed: Feed, partitions: int):
         self._feed = feed
+        self._partitions = partitions
         self._arn = self._feed.arn
         self._position: StreamOffset | None = None
         self._listing = ShardListing()  # paced to the listing API's quota (DescribeStream: 10 calls/s)
@@ -210,25 +215,32 @@ class ChangesReader(DataSourceStreamReader):
             planned = ShardRange(
                 self._feed, shard_id, after, position.sequence_number, depths.get(shard_id, 0), cached, position.range_first
             )
-            ranges.append(InputPartition(planned))
-        return ranges
+            ranges.append(planned)
+        # A range read again after a restart counts as full: its size is unknown until read.
+        weights = [len(r.records) if r.records is not None else RECORDS_PER_SHARD_PER_BATCH for r in ranges]
+        return [InputPartition([ranges[i] for i in group]) for group in pack(weights, self._partitions)]
 
     def read(self, partition: InputPartition) -> Iterator[tuple]:
-        planned: ShardRange = partition.value
-        records = planned.records
-        if records is None:  # nothing cached (a restart): read the same range again by sequence number
-            records = planned.feed.read_range(planned.shard_id, planned.after, planned.until).records
-            _check_nothing_trimmed(planned, records)
-        for record in records:
-            try:
-                change = planned.feed.to_change(record, planned.shard_id, planned.depth)
-            except SkippedRecord as skipped:  # counted and logged by the driver, never fatal
-                yield skipped_row(skipped)
-                continue
-            yield change_row(change)
+        for planned in partition.value:
+            yield from _rows(planned)
 
     def commit(self, end: dict) -> None:
         """Nothing to do: Spark's checkpoint holds the offsets."""
+
+
+def _rows(planned: ShardRange) -> Iterator[tuple]:
+    """The rows of one shard's range, in the shard's order."""
+    records = planned.records
+    if records is None:  # nothing cached (a restart): read the same range again by sequence number
+        records = planned.feed.read_range(planned.shard_id, planned.after, planned.until).records
+        _check_nothing_trimmed(planned, records)
+    for record in records:
+        try:
+            change = planned.feed.to_change(record, planned.shard_id, planned.depth)
+        except SkippedRecord as skipped:  # counted and logged by the driver, never fatal
+            yield skipped_row(skipped)
+            continue
+        yield change_row(change)
 
 
 def _check_nothing_trimmed(planned: ShardRange, records: list[dict[str, Any]]) -> None:

@@ -50,6 +50,9 @@ log = logging.getLogger(__name__)
 # Lambda polls a DynamoDB stream's shards four times a second; twice keeps well within
 # GetRecords' five calls per second per shard and DescribeStream's ten per second.
 TRIGGER_INTERVAL = "500 milliseconds"
+# A batch's shards are packed into this many partitions per core: a task per shard would cost a
+# Python worker round trip per shard, and two per core keep every core busy when sizes differ.
+PARTITIONS_PER_CORE = 2
 
 
 @dataclass
@@ -100,7 +103,8 @@ def replicate(
     """
     live = config.live_source
     source = live.client_spec("source")
-    spark.dataSource.register(changes_source(feed_of(stream, source, live.table)))
+    partitions = PARTITIONS_PER_CORE * spark.sparkContext.defaultParallelism
+    spark.dataSource.register(changes_source(feed_of(stream, source, live.table), partitions))
     task = ApplyTask(
         source=source,
         target=config.target.client_spec("target"),
@@ -134,9 +138,10 @@ def replicate(
             batch_task = partition_share(task, rates, batch.rdd.getNumPartitions(), spark.sparkContext.defaultParallelism)
             if keeper is not None:
                 batch_task = replace(batch_task, stale_keys=keeper.stale_keys(batch_id, newest))
-            # A partition per shard, applied where it was read: no shuffle. All the changes of
-            # one key in a batch are in one shard: siblings of a split hold disjoint keys, and
-            # a child is read only in a batch after the one that finished its parent.
+            # Each partition applied where it was read: no shuffle. All the changes of one key
+            # in a batch are in one shard, and a shard's range in one partition: siblings of a
+            # split hold disjoint keys, and a child is read only in a batch after the one that
+            # finished its parent.
             outcomes = batch.rdd.mapPartitions(lambda rows: apply_partition(batch_task, rows)).collect()
             failed = [o.error for o in outcomes if o.error is not None]
             if failed:

@@ -760,3 +760,47 @@ def test_writes_replicated_from_another_region_are_applied_unless_skipped(make_s
     run.run_until(lambda: expected)
 
     assert run.state() == expected, _show(run.state())
+
+
+# ---- many shards in one batch ----
+
+
+def test_a_batch_of_many_shards_runs_in_a_few_tasks_and_applies_every_change(spark, make_server, replication):
+    """A table at peak streams from thousands of shards; a Spark task per shard made a batch of
+    2,000 shards 1,450 tasks, each with its own Python worker round trip, and the lag grew with
+    them. A batch's ranges are packed into a few partitions, none of a key's changes split apart."""
+    server = make_server()
+    script = Script(server)
+    shards = [make_shard_id(f"m{n}") for n in range(60)]
+    for n, shard in enumerate(shards):
+        server.add_shard(shard)
+        for version in range(3):  # the same key three times in its shard: order within a shard holds
+            script.put(shard, f"key-{n}")
+        if n % 4 == 0:
+            script.delete(shard, f"key-{n}")
+    first_stage = last_stage_id(spark) + 1
+
+    run = replication(server)
+    run.run_until(script.expected)
+
+    assert run.state() == script.expected()
+    run.assert_versions_never_went_back()
+    tasks = [stage.numTasks for stage in stages_from(spark, first_stage)]
+    parallelism = spark.sparkContext.defaultParallelism
+    assert tasks and max(tasks) <= 2 * parallelism, f"tasks per stage: {sorted(tasks)[-5:]}"
+
+
+def last_stage_id(spark) -> int:
+    """The id of the newest stage: that of a one-task job run now (stage ids grow by one per stage)."""
+    spark.sparkContext.parallelize([0], 1).count()
+    tracker = spark.sparkContext.statusTracker()
+    newest_job = max(tracker.getJobIdsForGroup(None))
+    return max(tracker.getJobInfo(newest_job).stageIds)
+
+
+def stages_from(spark, first: int) -> list:
+    """Every stage since `first` (the streaming query's jobs run in a job group of its own)."""
+    tracker, stages = spark.sparkContext.statusTracker(), []
+    while (stage := tracker.getStageInfo(first + len(stages))) is not None:
+        stages.append(stage)
+    return stages
