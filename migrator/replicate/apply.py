@@ -76,6 +76,7 @@ class ApplyOutcome:
     newest_by_shard: tuple[tuple[str, float], ...] = ()  # for the iterator age
     dropped: tuple[tuple[str, int], ...] = ()  # (reason, records) not applied
     first_skipped: str | None = None  # why the first record that is no change was skipped
+    oldest_created_at: float = 0.0  # of the partition's changes; 0.0: none
 
 
 def newest_orders(rows: Iterator[Any]) -> Iterator[tuple[str, tuple, str]]:
@@ -115,12 +116,14 @@ def apply_partition(task: ApplyTask, rows: Iterator[Any]) -> Iterator[ApplyOutco
         puts, deletes = _apply(task, collapse(wanted), counters)
     error = caught.error
     newest = max((c.created_at for c in changes), default=0.0)
+    oldest = min((c.created_at for c in changes), default=0.0)
     newest_by_shard: dict[str, float] = {}
     for change in changes:
         newest_by_shard[change.shard_id] = max(change.created_at, newest_by_shard.get(change.shard_id, 0.0))
     yield ApplyOutcome(
         read, puts, deletes, counters.retries, frozenset(newest_by_shard), newest, error,
         tuple(newest_by_shard.items()), tuple(dropped.items()), skipped[0] if skipped else None,
+        oldest_created_at=oldest,
     )  # fmt: skip
 
 

@@ -304,8 +304,11 @@ class _KeyStateKeeper:
 def _record(summary: ReplicationSummary, metrics: ReplicationMetrics, batch_id: int, outcomes: list[ApplyOutcome]) -> None:
     records = sum(o.records for o in outcomes)
     puts, deletes = sum(o.puts for o in outcomes), sum(o.deletes for o in outcomes)
+    now = time.time()
     newest = max((o.newest_created_at for o in outcomes), default=0.0)
-    lag = max(0.0, time.time() - newest) if newest else None
+    lag = max(0.0, now - newest) if newest else None
+    oldest = min((o.oldest_created_at for o in outcomes if o.oldest_created_at), default=0.0)
+    oldest_lag = max(0.0, now - oldest) if oldest else 0.0  # the batch's longest wait, source to target
     summary.batches += 1
     summary.records += records
     summary.puts += puts
@@ -321,7 +324,10 @@ def _record(summary: ReplicationSummary, metrics: ReplicationMetrics, batch_id: 
         iterator_age_seconds=iterator_age(outcomes), dropped=dropped,
     )  # fmt: skip
     if records:
-        log.info("replicate: batch %d: %d records, %d puts, %d deletes, lag %.1fs", batch_id, records, puts, deletes, lag or 0)
+        log.info(
+            "replicate: batch %d: %d records, %d puts, %d deletes, lag %.1fs (its oldest record %.1fs)",
+            batch_id, records, puts, deletes, lag or 0, oldest_lag,
+        )  # fmt: skip
     if dropped:
         log.info("replicate: batch %d: records not applied: %s", batch_id, dict(dropped))
     skipped = next((o.first_skipped for o in outcomes if o.first_skipped), None)

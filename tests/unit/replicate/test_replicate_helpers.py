@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
+
+from prometheus_client import CollectorRegistry
 
 from testsupport.all_types import FIXTURE, all_types_items
 from migrator.errors import CheckpointError, MigratorError
 from migrator.items import key_of, to_dynamodb_json
 from migrator.replicate.apply import ApplyOutcome
 from migrator.replicate.datasource import change_row, skipped_row, change_of, skipped_of
-from migrator.replicate.query import iterator_age, query_error
+from migrator.metrics import ReplicationMetrics
+from migrator.replicate.query import ReplicationSummary, _record, iterator_age, query_error
 from migrator.stream.kinesis_records import OTHER_TABLE, SkippedRecord
 from migrator.stream.records import PUT, ChangeRecord
 
@@ -103,3 +107,20 @@ def test_a_change_crosses_the_row_between_reader_and_apply_unchanged():
     skipped = skipped_row(SkippedRecord("Kinesis record 7 of shard s: a change of table 'other'", OTHER_TABLE))
     row = {"change": skipped[0], "skipped": skipped[1]}
     assert change_of(row) is None and skipped_of(row).startswith(f"{OTHER_TABLE}: Kinesis record 7")
+
+
+def test_a_batchs_log_line_gives_the_lag_of_its_newest_and_of_its_oldest_record(caplog):
+    """The newest record's lag says how far behind the target is; the oldest's, how long a change
+    waited at most: with many shards per batch the two part."""
+    now = time.time()
+    outcomes = [
+        ApplyOutcome(records=3, puts=3, newest_created_at=now - 1, oldest_created_at=now - 4),
+        ApplyOutcome(records=2, puts=1, deletes=1, newest_created_at=now - 2, oldest_created_at=now - 6),
+        ApplyOutcome(),  # a partition whose records were all dropped: no change, no age
+    ]
+    summary = ReplicationSummary()
+    with caplog.at_level(logging.INFO, "migrator.replicate.query"):
+        _record(summary, ReplicationMetrics(60, registry=CollectorRegistry()), 7, outcomes)
+
+    assert "batch 7: 5 records, 4 puts, 1 deletes, lag 1.0s (its oldest record 6.0s)" in caplog.text
+    assert summary.records == 5 and round(summary.lag_seconds) == 1
