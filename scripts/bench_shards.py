@@ -25,6 +25,12 @@ Per shard count, in turn:
      the wait from its parent's close to the reader's first request on the child.
   4. The driver's resident memory growth over the run (ru_maxrss).
 
+With `--apply`, step 2 runs the real replication instead (migrator.replicate.query.replicate, in a local[2]
+Spark session of this process) into a table on dynalite (a fast DynamoDB emulator, testsupport/dynalite.py),
+and measures, per micro-batch with records, the end-to-end lag: from a change's creation to the end of the
+batch that wrote it to the target, for the batch's newest and its oldest record (the job's own log line),
+over `--seconds` after a `--warmup` (the query's start and the backlog it finds are not the steady state).
+
 Prints one line per shard count, then a table (the one in docs/benchmarks.md). The machine is small and
 shared (2 cores, with other work running): the server, its writer and the reader share them, so times include
 waiting for a CPU. Exit code 1 when the reader failed; goals are reported, not enforced.
@@ -35,9 +41,11 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import logging
 import multiprocessing
 import os
 import random
+import re
 import resource
 import sys
 import tempfile
@@ -46,13 +54,17 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import boto3
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # testsupport
 
 from migrator.config import load_config  # noqa: E402
 from migrator.replicate.datasource import ChangesReader, feed_of  # noqa: E402
-from migrator.replicate.query import PARTITIONS_PER_CORE, TRIGGER_INTERVAL  # noqa: E402
+from migrator.replicate.query import PARTITIONS_PER_CORE, TRIGGER_INTERVAL, replicate  # noqa: E402
 from migrator.source.dynamodb_streams import StreamInfo  # noqa: E402
+from migrator.spark import create_session  # noqa: E402
+from testsupport.dynalite import DynaliteProcess  # noqa: E402
 from testsupport.streamserver import ScriptedStreamServer, make_shard_id  # noqa: E402
 
 TABLE, VIEW, KEY_NAMES = "bench", "NEW_AND_OLD_IMAGES", ("pk",)
@@ -164,6 +176,8 @@ class Run:
     partitions: list[int] = field(default_factory=list)
     ranges: list[int] = field(default_factory=list)  # shards with new records, each a range of a partition
     lags: list[float] = field(default_factory=list)
+    batch_lags: list[tuple[float, float]] = field(default_factory=list)  # --apply: (newest, oldest) per batch
+    batches_logged: int = 0  # --apply: every batch with records, the warm-up's included
     records: int = 0
     seconds: float = 0.0
     rss_growth_kb: int = 0
@@ -171,15 +185,16 @@ class Run:
     error: str | None = None
 
 
-def write_config(workdir: Path, endpoint_url: str) -> Path:
+def write_config(workdir: Path, endpoint_url: str, target_url: str = "http://127.0.0.1:9") -> Path:
     path = workdir / "bench-shards.yaml"
+    target_host, target_port = target_url.rsplit(":", 1)
     path.write_text(
         "source:\n"
         f"  type: dynamodb\n  table: {TABLE}\n  region: us-east-1\n  endpoint: {{host: {endpoint_url.rsplit(':', 1)[0]}, "
         f"port: {endpoint_url.rsplit(':', 1)[1]}}}\n"
         "  credentials: {accessKey: bench, secretKey: bench}\n"
         "target:\n  type: dynamodb\n  table: bench_target\n  region: us-east-1\n"
-        "  endpoint: {host: http://127.0.0.1, port: 9}\n  credentials: {accessKey: bench, secretKey: bench}\n"
+        f"  endpoint: {{host: {target_host}, port: {target_port}}}\n  credentials: {{accessKey: bench, secretKey: bench}}\n"
         "  streamChanges: true\n",
         encoding="utf-8",
     )
@@ -227,7 +242,10 @@ def measure(shards: int, args: argparse.Namespace, workdir: Path) -> Run:
         feed = feed_of(StreamInfo(arn, VIEW, KEY_NAMES), source, TABLE)
         rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         try:
-            drive(run, ChangesReader(feed, PARTITIONS_PER_CORE * SPARK_CORES), args.seconds)
+            if args.apply:
+                replicate_into_dynalite(run, endpoint_url, arn, workdir, args.seconds, args.warmup)
+            else:
+                drive(run, ChangesReader(feed, PARTITIONS_PER_CORE * SPARK_CORES), args.seconds)
         except Exception as exc:  # reported, and the exit code says so
             run.error = f"{type(exc).__name__}: {exc}"
         run.rss_growth_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before
@@ -240,10 +258,93 @@ def measure(shards: int, args: argparse.Namespace, workdir: Path) -> Run:
     return run
 
 
+# ---- the replication, end to end (--apply) ----
+
+
+class BatchLags(logging.Handler):
+    """Each batch's records and lags, from the replication's own log line (migrator.replicate.query._record)."""
+
+    LINE = re.compile(r"batch \d+: (\d+) records, .* lag ([\d.]+)s \(its oldest record ([\d.]+)s\)")
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        # (when logged, records, newest record's lag, oldest record's lag)
+        self.batches: list[tuple[float, int, float, float]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        found = self.LINE.search(record.getMessage())
+        if found:
+            self.batches.append((time.monotonic(), int(found[1]), float(found[2]), float(found[3])))
+
+
+_spark_session = None
+
+
+def spark_session():
+    """One local[2] session for every shard count: a session's start costs seconds."""
+    global _spark_session
+    if _spark_session is None:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # the workers import what this venv has
+        _spark_session = create_session("bench-shards", master=f"local[{SPARK_CORES}]")
+    return _spark_session
+
+
+def replicate_into_dynalite(run: Run, endpoint_url: str, arn: str, workdir: Path, seconds: float, warmup: float) -> None:
+    """The replication of the served stream into a dynalite table, `warmup` + `seconds` long; lags from its log."""
+    with DynaliteProcess() as dynalite:
+        boto3.client(
+            "dynamodb", endpoint_url=dynalite.endpoint_url, region_name="us-east-1",
+            aws_access_key_id="bench", aws_secret_access_key="bench",
+        ).create_table(
+            TableName="bench_target", BillingMode="PAY_PER_REQUEST",
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        )  # fmt: skip
+        config = load_config(str(write_config(workdir, endpoint_url, dynalite.endpoint_url))).config
+        lags = BatchLags()
+        query_log = logging.getLogger("migrator.replicate.query")
+        query_log.addHandler(lags)
+        query_log.setLevel(logging.INFO)
+        began = time.monotonic()
+        try:
+            replicate(
+                spark_session(), config, StreamInfo(arn, VIEW, KEY_NAMES), str(workdir / f"checkpoint-{run.shards}"),
+                should_stop=lambda summary: time.monotonic() - began > warmup + seconds,
+            )  # fmt: skip
+        finally:
+            query_log.removeHandler(lags)
+        # The first batches hold what was written while the query started (the backlog of a cold
+        # session's first batch): measured from the first batch logged after the warm-up.
+        run.batches_logged = len(lags.batches)
+        steady = [batch for batch in lags.batches if batch[0] - began > warmup]
+        if len(steady) > 1:
+            run.seconds = steady[-1][0] - steady[0][0]
+            for _, records, newest, oldest in steady[1:]:
+                run.records += records
+                run.batch_lags.append((newest, oldest))
+
+
 # ---- the report ----
 
 
-def summary(run: Run) -> dict[str, str]:
+def apply_summary(run: Run) -> dict[str, str]:
+    newest, oldest = (sorted(lags[i] for lags in run.batch_lags) for i in (0, 1))
+    describe = run.served.get("describe_per_second", {})
+    seconds = max(run.seconds, 1e-9)
+    return {
+        "shards": f"{run.shards:,}",
+        "batches measured (all)": f"{len(run.batch_lags)} ({run.batches_logged})",
+        "lag of a batch's newest record p50/p99 s": f"{percentile(newest, 50):.2f}/{percentile(newest, 99):.2f}",
+        "lag of a batch's oldest record p50/p99/max s": (
+            f"{percentile(oldest, 50):.2f}/{percentile(oldest, 99):.2f}/{oldest[-1] if oldest else float('nan'):.2f}"
+        ),
+        "changes applied/s": f"{run.records / seconds:,.0f}",
+        "DescribeStream/s max": f"{max(describe.values(), default=0)}",
+        "GetRecords/shard/s max": f"{run.served.get('reads_per_shard_second_max', 0)}",
+    }
+
+
+def reader_summary(run: Run) -> dict[str, str]:
     wall, cpu, lags = sorted(run.plan_wall), sorted(run.plan_cpu), sorted(run.lags)
     describe = run.served.get("describe_per_second", {})
     seconds = max(run.seconds, 1e-9)
@@ -280,6 +381,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--rate", type=float, default=1000.0, help="changes per second across the shards")
     parser.add_argument("--split-every", type=float, default=3.0, help="seconds between two shard splits")
     parser.add_argument("--seed", type=int, default=12)
+    parser.add_argument("--warmup", type=float, default=20.0, help="--apply: seconds before measuring")
+    parser.add_argument(
+        "--apply", action="store_true",
+        help="run the replication itself (Spark, local[2]) into a dynalite table and measure end-to-end lag",
+    )  # fmt: skip
     return parser.parse_args(argv)
 
 
@@ -291,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-shards-") as workdir:
         for shards in (int(n) for n in args.shards.split(",")):
             run = measure(shards, args, Path(workdir))
-            row = summary(run)
+            row = apply_summary(run) if args.apply else reader_summary(run)
             rows.append(row)
             print(", ".join(f"{k} {v}" for k, v in row.items()) + (f"; FAILED: {run.error}" if run.error else ""), flush=True)
             failed |= run.error is not None
