@@ -44,7 +44,7 @@ takes the one that is harder on a client):
   their ParentShardId), GetShardIterator and GetRecords get ResourceNotFoundException.
 - ``unlist_next(shard, listings=1)``: the next ``listings`` DescribeStream answers leave the shard
   out, later ones list it again (a listing is not a consistent snapshot while shards expire);
-  it can still be read meanwhile.
+  it can still be read meanwhile, and a ShardFilter CHILD_SHARDS answer (no listing) shows it.
 - ``expire_iterators(shard=None)`` invalidates every iterator issued so far (or issued for one
   shard): GetRecords gets ExpiredIteratorException. ``iterator_ttl`` expires them by age (AWS:
   900 s). An injected ExpiredIteratorException also expires the iterator it was given.
@@ -561,11 +561,12 @@ class ScriptedStreamServer(LoopbackService):
             if index is None:
                 raise StreamApiError("ValidationException", f"ExclusiveStartShardId {start}: no such shard")
             ordered = ordered[index + 1 :]
-        shards = [s for s in ordered if not s.removed and not self._unlisted[s.shard_id]]
-        if start is None:  # one answer of a listing (its first page) uses up one unlisting
+        shard_filter = request.get("ShardFilter")
+        # Unlisting stands for a listing pass that missed a shard; a lookup of one parent's children is no pass.
+        shards = [s for s in ordered if not s.removed and (shard_filter or not self._unlisted[s.shard_id])]
+        if start is None and not shard_filter:  # one answer of a listing (its first page) uses up one unlisting
             for shard_id in [shard_id for shard_id, left in self._unlisted.items() if left]:
                 self._unlisted[shard_id] -= 1
-        shard_filter = request.get("ShardFilter")
         if shard_filter:
             if shard_filter.get("Type") != "CHILD_SHARDS" or not shard_filter.get("ShardId"):
                 raise StreamApiError("ValidationException", "ShardFilter needs Type CHILD_SHARDS and a ShardId")

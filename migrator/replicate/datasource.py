@@ -161,8 +161,18 @@ class ChangesReader(DataSourceStreamReader):
         moved = {
             shard.shard_id: self._moved(shard, position, read) for (shard, position, _), read in zip(starts, reads)
         }
+        self._look_up_children([shard.shard_id for (shard, _, _), read in zip(starts, reads) if read.reached_end])
         current = self._position = current.with_positions(moved)
         return current.to_dict()
+
+    def _look_up_children(self, parents: list[str]) -> None:
+        """The children of parents read to their end, found now rather than by a later listing pass,
+        so the next trigger reads them (DynamoDB Streams; Kinesis' ListShards has no such filter)."""
+        if not isinstance(self._feed, DynamoDBStreamsFeed):
+            return
+        for parent_id in parents:
+            if not self._listing.children_of(parent_id, self._feed.children_of):
+                return  # no token left: the listing finds the others
 
     def _read_new(self, shard: Shard, position: ShardPosition, iterator: str | None) -> ShardRead:
         """What is new in one shard (on a reader thread: touches no state of the reader)."""

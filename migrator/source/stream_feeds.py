@@ -54,6 +54,9 @@ class DynamoDBStreamsFeed:
     def list_page(self, cursor: str | None) -> tuple[list[Shard], str | None]:
         return dynamodb_streams.list_page(self._client(), self.arn, cursor)
 
+    def children_of(self, parent_id: str) -> list[Shard]:
+        return dynamodb_streams.children_of(self._client(), self.arn, parent_id)
+
     def read_new(self, shard_id: str, after: str | None, max_records: int, iterator: str | None) -> ShardRead:
         return dynamodb_streams.read_shard(
             self._client(), self._records(), self.arn, shard_id, after, max_records=max_records, iterator=iterator

@@ -6,8 +6,11 @@ returns 1,000 a call by default). Listed whole at every trigger (two a second), 
 shards already takes 10 DescribeStream calls a second, and one of 2,000 takes 40, in bursts of 21.
 So calls are paced by a token bucket (`CALLS_PER_SECOND`, at most `BURST_CALLS` at once: never
 more than their sum in any second), and each trigger fetches the pages its tokens pay for and
-plans with the last complete pass. At 2,000 shards a pass takes about 4 s: a split's children
-are planned from the pass after they appear.
+plans with the last complete pass. At 2,000 shards a pass takes about 4 s, so a split's children
+would wait for the pass after they appear: when the reader finds a parent's end, it asks for that
+parent's children at once (`children_of`, DescribeStream's ShardFilter CHILD_SHARDS, paid from
+the same tokens), and they are planned beside the last pass until a pass begun after the lookup
+has listed them.
 """
 
 from __future__ import annotations
@@ -24,8 +27,11 @@ from migrator.stream.shards import Shard
 # trigger, the KCL, a second migrator).
 CALLS_PER_SECOND = 5.0
 BURST_CALLS = 5.0
+# Passes begun after a child's early lookup that may miss it before it is left to the listing alone.
+EARLY_CHILD_PASSES = 5
 
 PageFetcher = Callable[[Any], tuple[list[Shard], Any]]  # cursor (None: the first page) → shards, next cursor
+ChildFetcher = Callable[[str], list[Shard]]  # parent shard id → its children
 
 
 def all_pages(fetch: PageFetcher) -> list[Shard]:
@@ -50,6 +56,8 @@ class ShardListing:
     _cursor: Any = None
     _tokens: float = math.nan
     _earned_at: float = math.nan
+    _passes_begun: int = 0
+    _early: dict[str, tuple[Shard, int]] = field(default_factory=dict)  # id → (child, passes begun before it)
 
     def shards(self, fetch: PageFetcher) -> list[Shard]:
         """The shards to plan with: the first call lists them whole (waiting for tokens); later
@@ -65,17 +73,47 @@ class ShardListing:
         while self._tokens >= 1:
             if self._fetch(fetch):
                 break  # a pass is complete: plan with it; the next one starts at the next trigger
-        return self.complete
+        return self._with_early(self.complete)
+
+    def children_of(self, parent_id: str, fetch_children: ChildFetcher) -> bool:
+        """Look up a finished parent's children now, if a token pays for it; True when looked up."""
+        self._earn()
+        if self._tokens < 1:
+            return False  # the passes will list them
+        self._tokens -= 1
+        for shard in fetch_children(parent_id):
+            if shard.shard_id not in self._early:
+                self._early[shard.shard_id] = (shard, self._passes_begun)
+        return True
+
+    def _with_early(self, complete: list[Shard]) -> list[Shard]:
+        if not self._early:
+            return complete
+        listed = {s.shard_id for s in complete}
+        return complete + [shard for shard, _ in self._early.values() if shard.shard_id not in listed]
 
     def _fetch(self, fetch: PageFetcher) -> bool:
         """One page; True when it completed a pass."""
+        if self._cursor is None:
+            self._passes_begun += 1
         self._tokens -= 1
         page, self._cursor = fetch(self._cursor)
         self._pass += page
         if self._cursor is not None:
             return False
         self.complete, self._pass = self._pass, []
+        self._forget_listed_children()
         return True
+
+    def _forget_listed_children(self) -> None:
+        """Drop the children looked up early that a pass begun after the lookup has listed (or that
+        `EARLY_CHILD_PASSES` such passes missed: a listing is no consistent snapshot, but a shard the
+        stream still has comes back within a few)."""
+        listed = {s.shard_id for s in self.complete or []}
+        self._early = {
+            shard_id: (shard, begun) for shard_id, (shard, begun) in self._early.items()
+            if self._passes_begun <= begun or (shard_id not in listed and self._passes_begun - begun < EARLY_CHILD_PASSES)
+        }  # fmt: skip
 
     def _earn(self) -> None:
         now = self.clock()

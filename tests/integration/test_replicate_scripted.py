@@ -804,3 +804,35 @@ def stages_from(spark, first: int) -> list:
     while (stage := tracker.getStageInfo(first + len(stages))) is not None:
         stages.append(stage)
     return stages
+
+
+def test_a_split_child_is_read_as_soon_as_its_parent_ends_not_when_a_listing_pass_shows_it(make_server, replication):
+    """At 2,000 shards a listing pass takes seconds, and a child read only once a pass lists it
+    waited about 10 s. When a parent is read to its end, its children are asked for at once
+    (DescribeStream's ShardFilter CHILD_SHARDS). Here the listings miss the child for a while."""
+    server = make_server()
+    script = Script(server)
+    server.add_shard(A)
+    script.put(A, "k1")
+    first = script.expected()
+    phase = {"split": False, "child_read_while_unlisted": None}
+
+    def on_poll(state: dict) -> None:
+        if not phase["split"] and state == first and committed(run.checkpoint):
+            phase["split"] = True
+            server.split(A, [B])
+            server.unlist_next(B, listings=4)  # the next 4 listings (2 s of triggers) miss it
+            script.put(B, "k1")
+            script.put(B, "k2")
+
+    def first_read_of_b(operation: str, request: dict) -> None:
+        if operation == "GetShardIterator" and request.get("ShardId") == B and phase["child_read_while_unlisted"] is None:
+            phase["child_read_while_unlisted"] = server.unlisting(B) > 0
+
+    server.add_hook(first_read_of_b)
+    run = replication(server)
+    run.run(lambda state: phase["split"] and state == script.expected() and committed(run.checkpoint), on_poll=on_poll)
+
+    assert phase["child_read_while_unlisted"] is True, "the child was read only once a listing showed it"
+    assert any(op == "DescribeStream" and r.get("ShardFilter") == {"Type": "CHILD_SHARDS", "ShardId": A} for op, r in server.calls)
+    run.assert_versions_never_went_back()

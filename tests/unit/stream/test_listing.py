@@ -89,3 +89,75 @@ def test_a_small_stream_is_listed_at_every_trigger():
     clock.now += TRIGGER_SECONDS
     assert len(listing.shards(stream.page)) == 11
     assert len(stream.calls) == 2
+
+
+def child(number: int, parent: Shard) -> Shard:
+    return Shard(f"shardId-{number:08d}-1111111111111111", parent.shard_id, str(10**21 + number))
+
+
+def test_a_finished_parents_children_are_planned_at_once_not_a_pass_later():
+    clock = Clock()
+    stream = Stream(clock, 2_000)
+    listing = listing_of(clock)
+    listing.shards(stream.page)
+    parent = stream.shards[7]
+    children = [child(1, parent), child(2, parent)]
+    stream.shards += children  # the split: DescribeStream lists them only from the next pass on
+    clock.now += 5  # tokens for a lookup
+
+    assert listing.children_of(parent.shard_id, lambda p: children if p == parent.shard_id else [])
+    clock.now += TRIGGER_SECONDS
+    listed = listing.shards(stream.page)
+
+    assert [s.shard_id for s in listed[-2:]] == [c.shard_id for c in children]
+    assert len({s.shard_id for s in listed}) == len(listed), "each shard once"
+
+
+def test_children_found_early_are_kept_until_a_pass_begun_after_them_has_listed_them():
+    clock = Clock()
+    stream = Stream(clock, 250)  # three pages a pass
+    listing = listing_of(clock)
+    listing.shards(stream.page)  # every token spent
+    clock.now += 0.2  # one token: the next pass begins, one page of three
+    listing.shards(stream.page)
+    parent = stream.shards[0]
+    early = child(1, parent)
+    clock.now += 0.2
+    assert listing.children_of(parent.shard_id, lambda p: [early])
+    stream.shards.append(early)  # listed from now on, after the pages already fetched
+
+    clock.now += 1  # the pass begun before the lookup completes: it may have missed the child
+    after_that_pass = listing.shards(stream.page)
+    for _ in range(10):  # passes begun after the lookup
+        clock.now += TRIGGER_SECONDS
+        listed = listing.shards(stream.page)
+
+    assert early.shard_id in {s.shard_id for s in after_that_pass}
+    assert [s.shard_id for s in listed].count(early.shard_id) == 1
+    stream.shards.remove(early)  # 24 h later, expired: the lookup is long forgotten
+    for _ in range(10):
+        clock.now += TRIGGER_SECONDS
+        listed = listing.shards(stream.page)
+    assert early.shard_id not in {s.shard_id for s in listed}
+
+
+def test_a_lookup_spends_a_token_and_none_is_made_without_one():
+    clock = Clock()
+    stream = Stream(clock, 2_000)
+    listing = listing_of(clock)
+    listing.shards(stream.page)  # the first listing spends every token
+    lookups = []
+
+    def children(parent: str) -> list[Shard]:
+        lookups.append(clock.now)
+        return []
+
+    assert listing.children_of(stream.shards[0].shard_id, children) is False
+    assert lookups == []
+    for _ in range(120):
+        clock.now += TRIGGER_SECONDS
+        listing.shards(stream.page)
+        listing.children_of(stream.shards[0].shard_id, children)
+    calls = sorted(stream.calls + lookups)
+    assert max(collections.Counter(int(at) for at in calls).values()) <= QUOTA_PER_SECOND
+    assert lookups, "lookups are made once tokens are earned"
