@@ -232,6 +232,8 @@ def drive(run: Run, reader: ChangesReader, seconds: float) -> None:
 
 def measure(shards: int, args: argparse.Namespace, workdir: Path) -> Run:
     run = Run(shards)
+    if args.apply:
+        spark_session()  # started before the stream: a cold session's backlog is no steady state
     context = multiprocessing.get_context("spawn")
     ours, theirs = context.Pipe()
     child = context.Process(target=serve_stream, args=(theirs, shards, args.rate, args.split_every, args.seed))

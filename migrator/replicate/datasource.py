@@ -38,7 +38,7 @@ from migrator.source.stream_feeds import DynamoDBStreamsFeed, KinesisFeed
 from migrator.stream.kinesis_records import SkippedRecord
 from migrator.stream.listing import ShardListing
 from migrator.stream.offsets import ShardPosition, StreamOffset
-from migrator.stream.packing import pack
+from migrator.stream.packing import pack, partition_count
 from migrator.stream.reading import ShardRead
 from migrator.stream.records import ChangeRecord
 from migrator.stream.shards import Shard, depth, readable_shards
@@ -49,6 +49,9 @@ SOURCE_NAME = "dynamodb_changes"
 # no change of the source, `skipped`, why.
 ROW_SCHEMA = "change BINARY, skipped STRING"
 RECORDS_PER_SHARD_PER_BATCH = 1000
+# At most about this many records a partition: 1,000 stream records of small items pickle to about
+# 0.4 MB, under the 1 MB above which Spark warns that a task is large.
+RECORDS_PER_PARTITION = 1000
 # Shards the driver reads at once in a trigger: read one after the other, 2,000 shards would make
 # a trigger wait out 2,000 round trips (the client factory's pool holds 32 connections).
 SHARD_READERS = 16
@@ -228,7 +231,8 @@ class ChangesReader(DataSourceStreamReader):
             ranges.append(planned)
         # A range read again after a restart counts as full: its size is unknown until read.
         weights = [len(r.records) if r.records is not None else RECORDS_PER_SHARD_PER_BATCH for r in ranges]
-        return [InputPartition([ranges[i] for i in group]) for group in pack(weights, self._partitions)]
+        bins = partition_count(sum(weights), self._partitions, RECORDS_PER_PARTITION)
+        return [InputPartition([ranges[i] for i in group]) for group in pack(weights, bins)]
 
     def read(self, partition: InputPartition) -> Iterator[tuple]:
         for planned in partition.value:

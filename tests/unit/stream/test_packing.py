@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from migrator.stream.packing import pack
+from migrator.stream.packing import pack, partition_count
 
 
 def test_fewer_ranges_than_bins_get_a_group_each():
@@ -39,3 +39,9 @@ def test_every_range_lands_in_exactly_one_group_and_groups_are_balanced(weights,
         totals = [sum(weights[i] for i in group) for group in groups]
         # greedy's bound: the heaviest group exceeds the mean by at most the heaviest single range
         assert max(totals) <= sum(weights) / len(groups) + max(weights)
+
+
+def test_a_batch_gets_a_partition_per_core_or_more_when_it_holds_a_backlog():
+    assert partition_count(records=2_000, at_least=4, records_per_partition=1_000) == 4
+    assert partition_count(records=0, at_least=4, records_per_partition=1_000) == 4
+    assert partition_count(records=30_001, at_least=4, records_per_partition=1_000) == 31
