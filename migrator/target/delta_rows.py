@@ -11,6 +11,7 @@ Pure: no Spark, no AWS, no Delta library; pyarrow builds the batches the writer 
 
 from __future__ import annotations
 
+import base64
 import json
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation, localcontext
@@ -18,7 +19,7 @@ from typing import Any, Iterable
 
 import pyarrow as pa
 
-from migrator.items import Item, to_dynamodb_json
+from migrator.items import Item
 
 ITEM_COLUMN = "_item"
 _KEY_TYPES = {"S": pa.string(), "N": pa.string(), "B": pa.binary()}
@@ -82,14 +83,29 @@ def column_type(kind: str) -> pa.DataType:
 
 
 def item_json(item: Item) -> str:
-    """The item in DynamoDB JSON (`{"pk": {"S": "a"}, "n": {"N": "1.5"}}`), binary in base64: exact for every type."""
-    return json.dumps(to_dynamodb_json(item), ensure_ascii=False, separators=(",", ":"))
+    """The item in DynamoDB JSON (`{"pk": {"S": "a"}, "n": {"N": "1.5"}}`), binary in base64: exact for every type.
+
+    Scanned items are wire form already (binary as the service's base64 text); binary held as
+    bytes (boto3's form) is encoded on the way.
+    """
+    return json.dumps(item, ensure_ascii=False, separators=(",", ":"), default=_base64)
+
+
+def _base64(value: Any) -> str:
+    if isinstance(value, (bytes, bytearray)):
+        return base64.b64encode(value).decode("ascii")
+    raise TypeError(f"{type(value).__name__} is not a DynamoDB wire value")
+
+
+def _bytes(payload: bytes | bytearray | str) -> bytes:
+    """A binary value as bytes, from bytes or from base64 text."""
+    return base64.b64decode(payload) if isinstance(payload, str) else bytes(payload)
 
 
 def key_value(value: dict[str, Any]) -> str | bytes:
     """A key attribute's column value: the string, the number as DynamoDB wrote it, or the bytes."""
     (kind, payload), = value.items()
-    return bytes(payload) if kind == "B" else payload
+    return _bytes(payload) if kind == "B" else payload
 
 
 def projected(value: dict[str, Any] | None, kind: str) -> tuple[Any, bool]:
@@ -106,7 +122,7 @@ def projected(value: dict[str, Any] | None, kind: str) -> tuple[Any, bool]:
     if dynamodb_type != wanted:
         return None, False
     if kind == "binary":
-        return bytes(payload), True
+        return _bytes(payload), True
     if wanted != "N":
         return payload, True
     converted = _number(payload, kind)

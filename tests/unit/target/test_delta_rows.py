@@ -41,6 +41,16 @@ def test_key_columns_are_typed_by_the_key_s_dynamodb_type():
     assert json.loads(batch.column("_item")[0].as_py()) == {"id": {"B": "AP8="}, "n": {"N": "-1E+125"}}
 
 
+def test_binary_in_wire_form_base64_text_is_kept_as_is_and_decoded_for_columns():
+    layout = DeltaLayout((("id", "B"),), (("blob", "binary"),))
+    item = {"id": {"B": "AP8="}, "blob": {"B": "AQI="}, "set": {"BS": ["AQ==", "Ag=="]}}
+
+    batch = record_batch([item], layout, layout.arrow_schema(), RowCounts())
+
+    assert batch.column("id").to_pylist() == [b"\x00\xff"] and batch.column("blob").to_pylist() == [b"\x01\x02"]
+    assert json.loads(batch.column("_item")[0].as_py()) == item
+
+
 def test_a_38_digit_number_stays_exact_in_the_item_column():
     item = {"pk": {"S": "a"}, "sk": {"N": "1"}, "big": {"N": "12345678901234567890123456789012345678"}}
 
