@@ -22,7 +22,7 @@ from migrator.replicate import chaining, checkpoint, replay_start
 from migrator.replicate.checkpoint import Checkpoint
 from migrator.replicate.kinesis_start import open_kinesis
 from migrator.replicate.query import ReplicationSummary, replicate
-from migrator.snapshot import export_import, export_write, prune, savepoint_folders
+from migrator.snapshot import delta_copy, export_import, export_write, prune, savepoint_folders
 from migrator.snapshot.progress import ImportSummary, SnapshotSummary
 from migrator.snapshot.savepoints import ResumePoint, SavepointStore, TargetTable, resume_point
 from migrator.snapshot.export_import import ImportPreflight
@@ -70,6 +70,9 @@ def migrate(
         return _import_export(loaded, spark_factory, should_stop, result)
     if config.writes_export:
         result.snapshot = _write_export(config, spark_factory, result)
+        return result
+    if config.writes_delta:
+        result.snapshot = _write_delta(loaded, spark_factory, result)
         return result
     checks = preflight(config)
     source_side = savepoint_folders.table_side(config.source, "source", checks.source)
@@ -209,6 +212,25 @@ def _write_export(
     spark = spark_factory()
     result.phase = "snapshot"
     return export_write.write_export(spark, config, checks)
+
+
+def _write_delta(loaded: LoadedConfig, spark_factory: SparkFactory, result: MigrationResult) -> delta_copy.DeltaSummary:
+    """The source table into a Delta table, a commit per segment: every check first, resumable by savepoint.
+
+    streamChanges with this target is refused when the config loads, so this phase is the whole run.
+    """
+    config = loaded.config
+    checks = delta_copy.preflight(config)
+    source_side = savepoint_folders.table_side(config.source, "source", checks.source)
+    store = savepoint_folders.open_store(loaded, spark_factory, source_side, target=delta_copy.target_side(config.target))
+    store.check_writable()
+    progress = store.load()
+    start = resume_point(progress, config.source.scan_segments, config.skip_segments, copied_in_config(config))
+    recorded = progress.target if progress is not None else target_in_config(config)
+    delta_copy.check_resumable(store, start, recorded, checks)
+    spark = spark_factory()
+    result.phase = "snapshot"
+    return delta_copy.copy_to_delta(spark, config, checks, store, start)
 
 
 def _stream(
