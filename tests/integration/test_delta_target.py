@@ -229,3 +229,52 @@ def test_a_source_key_named_like_the_item_column_is_refused(dynamodb, endpoint_u
     assert result.returncode == 2, result.stdout + result.stderr
     assert_one_clear_line(result, ["renames: the source's key attribute '_item'", "nothing was written"])
     assert not path.exists()
+
+
+# ---- S3 commits, secrets, dry run ----
+
+
+def test_a_commit_never_overwrites_another_on_the_emulator_s3(s3, endpoint_url):
+    """What concurrent segments rely on (docs/delta.md): delta-rs writes a version's log file only if it is
+    absent. A writer that read the table before another commit landed commits after it, not over it."""
+    bucket = create_bucket(s3)
+    uri, options = f"s3://{bucket}/t", s3_options(endpoint_url)
+    DeltaTable.create(uri, schema=pa.schema([("x", pa.int64())]), storage_options=options)
+    stale = DeltaTable(uri, storage_options=options)  # at version 0
+    other = b'{"commitInfo":{"timestamp":1,"operation":"WRITE","operationParameters":{"mode":"Append"}}}\n'
+    s3.put_object(Bucket=bucket, Key="t/_delta_log/00000000000000000001.json", Body=other)
+
+    write_deltalake(stale, pa.table({"x": [1]}), mode="append")
+
+    assert s3.get_object(Bucket=bucket, Key="t/_delta_log/00000000000000000001.json")["Body"].read() == other
+    assert DeltaTable(uri, storage_options=options).version() == 2
+
+
+def test_s3_credentials_reach_neither_output_nor_savepoint_nor_table(s3, endpoint_url, all_types_table, tmp_path):
+    """moto accepts any keys: plant a unique secret in the Delta target's credentials and look for it everywhere."""
+    bucket = create_bucket(s3)
+    secret = f"planted-delta-secret-{uuid.uuid4().hex[:8]}"
+    target = {"type": "delta", "path": f"s3://{bucket}/orders", **reaching(endpoint_url)}
+    target["credentials"] = {"accessKey": "delta-access-key", "secretKey": secret}
+    config = write_config(tmp_path, {"source": side(endpoint_url, all_types_table, scanSegments=2), "target": target})
+
+    result = run_job(config)
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert secret not in result.stdout + result.stderr
+    for savepoint in (tmp_path / "savepoints").iterdir():
+        assert secret not in savepoint.read_text()
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]]
+    assert any(key.startswith("orders/_delta_log/") for key in keys)
+    for key in keys:
+        assert secret.encode() not in s3.get_object(Bucket=bucket, Key=key)["Body"].read(), key
+
+
+def test_a_dry_run_shows_the_table_and_writes_nothing(endpoint_url, all_types_table, tmp_path):
+    path = tmp_path / "lake"
+
+    result = run_job(delta_config(tmp_path, endpoint_url, all_types_table, str(path)), args=("--dry-run",))
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"{path}: would create a Delta table with columns pk, sk, _item, one commit per segment" in result.stdout
+    assert not path.exists()
