@@ -24,6 +24,7 @@ from migrator.config.tables import DYNAMODB_TYPES, DynamoSource, DynamoTarget
 from migrator.redact import REDACTED, Secret
 
 SOURCE_TYPES = (*DYNAMODB_TYPES, S3_EXPORT_TYPE)
+TARGET_TYPES = (*SOURCE_TYPES, DELTA_TYPE)
 # The table model's tag in the source and target unions; the export model's tag is its type.
 _TABLE_TAG = "dynamodb-table"
 

@@ -106,3 +106,9 @@ def test_a_path_with_credentials_is_refused_without_repeating_them():
     message = refusal(ConfigError, path="s3://user:hunter2@lake/orders")
 
     assert "hunter2" not in message and "target.credentials" in message
+
+
+def test_an_unknown_target_type_lists_delta_among_the_types():
+    message = refusal(ConfigError, type="iceberg")
+
+    assert "target.type: must be one of 'dynamodb', 'dynamo', 'alternator', 'dynamodb-s3-export' or 'delta'" in message
