@@ -17,7 +17,7 @@ from typing import Any, Mapping
 from migrator import aws
 from migrator.config import LoadedConfig, MigratorConfig
 from migrator.driver_region import with_the_drivers_region
-from migrator.errors import SavepointError, StreamNotEnabled
+from migrator.errors import SavepointError, StreamNotEnabled, UnsupportedFeature
 from migrator.replicate import chaining, checkpoint
 from migrator.run import check_recorded_target, copied_in_config, imported_so_far, target_in_config
 from migrator.snapshot import delta_copy, export_import, export_write, savepoint_folders
@@ -52,6 +52,10 @@ def dry_run(loaded: LoadedConfig) -> DryRunReport:
     loaded = with_the_drivers_region(loaded)
     config = loaded.config
     report = DryRunReport(f"{config.source.table} → {config.target.name}")
+    if config.imports_export and config.writes_delta:
+        raise UnsupportedFeature(
+            "a dry run of an S3 export import into a Delta table", "--dry-run", "run without --dry-run",
+        )  # fmt: skip
     if config.imports_export:
         return _import_plan(loaded, report)
     if config.writes_export:

@@ -142,7 +142,7 @@ class MigratorConfig(ConfigModel):
         """A PROVISIONED target made from a tableDescription needs capacity to provision."""
         described = source.table_description
         if (
-            self.target.billing_mode == "PROVISIONED"
+            getattr(self.target, "billing_mode", None) == "PROVISIONED"  # a Delta target has no billing mode
             and described is not None
             and described.provisioned_throughput is None
         ):

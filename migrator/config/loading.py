@@ -96,16 +96,16 @@ def _refuse_unsupported(cleaned: dict[str, Any], path: str) -> None:
     """Valid ScyllaDB Migrator features this version does not run: say so, by key."""
     source = cleaned.get("source")
     target = cleaned.get("target")
+    if isinstance(target, dict) and target.get("type") == DELTA_TYPE:
+        _check_delta_target(target)
     if isinstance(source, dict) and source.get("type") == S3_EXPORT_TYPE:
         _refuse_chaining(source, target, cleaned.get("invalidCheckpointBehavior"), path)
     if isinstance(target, dict) and target.get("type") == S3_EXPORT_TYPE:
         _check_export_target(cleaned, target, path)
-    if isinstance(target, dict) and target.get("type") == DELTA_TYPE:
-        _check_delta_target(source, target)
 
 
-def _check_delta_target(source: Any, target: dict[str, Any]) -> None:
-    """A Delta table: this version writes the snapshot of a live table, nothing else yet."""
+def _check_delta_target(target: dict[str, Any]) -> None:
+    """A Delta table: this version writes a snapshot (a table's Scan, a full S3 export), not changes yet."""
     if target.get("streamChanges") not in (None, False):
         raise UnsupportedFeature(
             "replicating changes into a Delta table", "target.streamChanges",
@@ -115,11 +115,6 @@ def _check_delta_target(source: Any, target: dict[str, Any]) -> None:
         raise UnsupportedFeature(
             "skipping the snapshot of a Delta table (it only replicates changes)", "target.skipInitialSnapshotTransfer",
             "remove the key: this version writes the snapshot and nothing else into Delta",
-        )  # fmt: skip
-    if isinstance(source, dict) and source.get("type") == S3_EXPORT_TYPE:
-        raise UnsupportedFeature(
-            "importing an S3 export into a Delta table", "target.type",
-            "copy the live table instead (source type: dynamodb), or import the export into a table first",
         )  # fmt: skip
 
 

@@ -75,7 +75,7 @@ def preflight(config: MigratorConfig) -> DeltaPreflight:
     layout = layout_of(target, source, config.rename_map)
     location = location_of(target)
     existing = check_location(location, layout)
-    identity = _identity(existing) if existing is not None else None
+    identity = identity_of(existing) if existing is not None else None
     return DeltaPreflight(source, location, {}, ttl, source.key_names, layout, identity)
 
 
@@ -103,15 +103,17 @@ def target_side(target: DeltaTarget) -> Side:
     return Side("delta", meta.endpoint_url, meta.region_name, target.path)
 
 
-def check_resumable(store: SavepointStore, start: ResumePoint, recorded: TargetTable | None, checks: DeltaPreflight) -> None:
-    """Segments recorded as written are skipped only in the table they went into, never in a new one."""
-    if not start.copied:
+def check_resumable(
+    store: SavepointStore, copied: int, units: str, recorded: TargetTable | None, checks: DeltaPreflight
+) -> None:
+    """Units (segments, data files) recorded as written are skipped only in the table they went into, never in a new one."""
+    if not copied:
         return
     if checks.existing is None:
-        raise RecordedTargetMissing(len(start.copied), "segments", store.path, checks.target.uri)
+        raise RecordedTargetMissing(copied, units, store.path, checks.target.uri)
     how = recorded.differs_from(checks.existing) if recorded is not None else None
     if how is not None:
-        raise RecordedTargetReplaced(len(start.copied), "segments", store.path, checks.target.uri, how)
+        raise RecordedTargetReplaced(copied, units, store.path, checks.target.uri, how)
 
 
 def copy_to_delta(
@@ -120,7 +122,7 @@ def copy_to_delta(
     """Create the table when missing, then write every segment not yet written, saving each as it is committed."""
     identity = checks.existing
     if identity is None:
-        identity = _identity(create_table(checks.target, checks.layout))
+        identity = identity_of(create_table(checks.target, checks.layout))
         log.info("created the Delta table %s", checks.target.uri)
     plan = plan_scan(config, checks.source, spark.sparkContext.defaultParallelism, start.total_segments)
     summary = DeltaSummary(
@@ -151,7 +153,7 @@ def copy_to_delta(
     return summary
 
 
-def _identity(table: DeltaTable) -> TargetTable:
+def identity_of(table: DeltaTable) -> TargetTable:
     """The table as a savepoint records it: Delta's table id and creation time, where a DynamoDB table has its TableId."""
     table_id, created = table_identity(table)
     return TargetTable(table_id=table_id, created=created)

@@ -78,6 +78,14 @@ class FileOutcome(UnitOutcome):
 
 
 @dataclass(frozen=True)
+class DeltaFileOutcome(FileOutcome):
+    """What importing one data file into a Delta table did; fields as `DeltaSegmentOutcome`'s."""
+
+    already_committed: bool = False
+    unfit_values: int = 0
+
+
+@dataclass(frozen=True)
 class ChangesOutcome(UnitOutcome):
     """What one partition of an incremental export's newest records did (`written` is puts + deletes)."""
 

@@ -44,16 +44,8 @@ def write_delta_segment(task: DeltaSegmentTask) -> DeltaSegmentOutcome:
     def failed(cause: str, retryable: bool) -> SegmentFailed:
         return SegmentFailed(task.segment, task.total_segments, f"writing {task.location.uri}: {cause}", retryable)
 
-    scan_failures: list[Exception] = []
     with errors_returned(f"segment {task.segment}", failed) as caught:
-        try:
-            appended = append_once(
-                task.location, task.layout, task.app_id, _batches(task, counters, rows, totals, scan_failures)
-            )
-        except Exception:
-            if scan_failures:  # the Scan failed inside the writer, which reports it as its own error: raise ours
-                raise scan_failures[0] from None
-            raise
+        appended = append_once(task.location, task.layout, task.app_id, _batches(task, counters, rows, totals))
     return DeltaSegmentOutcome(
         segment=task.segment,
         scanned=counters.items,
@@ -68,18 +60,11 @@ def write_delta_segment(task: DeltaSegmentTask) -> DeltaSegmentOutcome:
     )
 
 
-def _batches(
-    task: DeltaSegmentTask, counters: ScanCounters, rows: RowCounts, totals: dict[str, int], failures: list[Exception]
-) -> Iterator[pa.RecordBatch]:
-    """A batch of rows per Scan page of the segment, read only when the writer pulls them; a failure
-    is kept in `failures` too, since it reaches the task through delta-rs, which rewraps it."""
+def _batches(task: DeltaSegmentTask, counters: ScanCounters, rows: RowCounts, totals: dict[str, int]) -> Iterator[pa.RecordBatch]:
+    """A batch of rows per Scan page of the segment, read only when the writer pulls them."""
     schema = task.layout.arrow_schema()
-    try:
-        for live, expired in live_pages(task, counters):
-            totals["skipped"] += expired
-            totals["item_bytes"] += sum(item_size_bytes(item) for item in live)
-            if live:
-                yield record_batch(live, task.layout, schema, rows)
-    except Exception as exc:
-        failures.append(exc)
-        raise
+    for live, expired in live_pages(task, counters):
+        totals["skipped"] += expired
+        totals["item_bytes"] += sum(item_size_bytes(item) for item in live)
+        if live:
+            yield record_batch(live, task.layout, schema, rows)

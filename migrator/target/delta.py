@@ -30,7 +30,7 @@ from migrator.connection import ClientSpec
 from migrator.errors import DeltaTargetError, MigratorError
 from migrator.target.delta_rows import DeltaLayout
 
-SEGMENT_TRANSACTION_VERSION = 0  # each segment has its own app id, committed once: its one version
+SEGMENT_TRANSACTION_VERSION = 0  # each segment (or data file) has its own app id, committed once: its one version
 
 
 @dataclass(frozen=True)
@@ -90,23 +90,36 @@ def append_once(
     """Append the batches as one commit tagged with `app_id`, unless a commit with it is in the table.
 
     True when appended; False when an earlier attempt had committed it (`batches` is then never
-    read, so the segment is not scanned again).
+    read, so the segment or file is not read again). A failure while producing the batches (a
+    Scan given up, a damaged file) is raised as it was, not as delta-rs rewraps it.
     """
     table = location.open()
     if table.transaction_version(app_id) is not None:
         return False
-    schema = layout.arrow_schema()
+    failures: list[Exception] = []
+    reader = pa.RecordBatchReader.from_batches(layout.arrow_schema(), _kept_failures(batches, failures))
     try:
         write_deltalake(
-            table, pa.RecordBatchReader.from_batches(schema, batches), mode="append",
-            partition_by=list(layout.partition_by) or None,
+            table, reader, mode="append", partition_by=list(layout.partition_by) or None,
             commit_properties=CommitProperties(app_transactions=[Transaction(app_id, SEGMENT_TRANSACTION_VERSION)]),
         )  # fmt: skip
-    except (DeltaError, OSError) as exc:  # storage or commit trouble: the segment may be written again safely
-        error = MigratorError(f"delta-rs could not write the segment ({type(exc).__name__}: {exc})")
-        error.retryable = True
+    except Exception as exc:
+        if failures:
+            raise failures[0] from None
+        if not isinstance(exc, (DeltaError, OSError)):
+            raise
+        error = MigratorError(f"delta-rs could not write ({type(exc).__name__}: {exc})")
+        error.retryable = True  # storage or commit trouble: writing again is safe (the app id decides)
         raise error from None
     return True
+
+
+def _kept_failures(batches: Iterator[pa.RecordBatch], failures: list[Exception]) -> Iterator[pa.RecordBatch]:
+    try:
+        yield from batches
+    except Exception as exc:
+        failures.append(exc)
+        raise
 
 
 def _check_layout(location: DeltaLocation, table: DeltaTable, layout: DeltaLayout) -> None:

@@ -20,13 +20,24 @@ import pyarrow.compute  # noqa: F401  (pa.compute)
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from migrator.items import from_dynamodb_json
+from migrator.items import from_dynamodb_json, to_dynamodb_json
 from migrator.validate.compare import items_equal
 from testsupport.all_types import KEY_SCHEMA, all_types_items
 from testsupport.endpoint import TEST_ACCESS_KEY, TEST_REGION, TEST_SECRET_KEY, put_items, reaching, scan_all, side
 from testsupport.jobs import assert_one_clear_line, run_in_process, run_job, start_job, write_config
 from testsupport.resume import ITEMS, SEGMENTS, copied_segments, wait_for_segments
-from testsupport.s3_exports import create_bucket
+from testsupport.export_imports import export_source
+from testsupport.s3_exports import (
+    DYNAMODB_JSON,
+    ION,
+    Change,
+    DataFileSpec,
+    create_bucket,
+    dynamodb_numbers,
+    full_lines,
+    incremental_lines,
+    write_export,
+)
 from testsupport.sample_data import create_sample_table, make_items
 
 pytestmark = pytest.mark.integration
@@ -277,4 +288,51 @@ def test_a_dry_run_shows_the_table_and_writes_nothing(endpoint_url, all_types_ta
 
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"{path}: would create a Delta table with columns pk, sk, _item, one commit per segment" in result.stdout
+    assert not path.exists()
+
+
+# ---- a full S3 export into Delta ----
+
+
+def export_into_delta_config(tmp_path: Path, endpoint_url: str, export, path: str) -> Path:
+    return write_config(tmp_path, {
+        "source": export_source(endpoint_url, export.bucket, export.summary_key),
+        "target": {"type": "delta", "path": path},
+    }, name="import.yaml")  # fmt: skip
+
+
+@pytest.mark.parametrize("output_format", [DYNAMODB_JSON, ION])
+def test_a_full_export_into_delta_exactly_one_commit_per_file(s3, endpoint_url, spark, tmp_path, output_format):
+    items = all_types_items()
+    lines = full_lines([dynamodb_numbers(to_dynamodb_json(item)) for item in items], output_format)
+    export = write_export(s3, create_bucket(s3), [DataFileSpec(lines[:3]), DataFileSpec(lines[3:])],
+                          output_format=output_format)  # fmt: skip
+    path = tmp_path / "lake"
+    config = export_into_delta_config(tmp_path, endpoint_url, export, str(path))
+
+    summary = run_in_process(config, spark)
+
+    assert (summary.files_imported, summary.items_read) == (2, len(items))
+    assert_exactly(items, table_items(DeltaTable(str(path))))
+    commits = local_commits(path)
+    assert len(commits) == 1 + 2 and sorted(i.rpartition("-file-")[2] for i in app_ids(commits)) == sorted(export.data_keys)
+
+    for savepoint in (tmp_path / "savepoints").glob("savepoint_*.yaml"):  # the worst crash: committed, not saved
+        savepoint.unlink()
+    run_in_process(config, spark)
+
+    assert len(local_commits(path)) == 1 + 2
+    assert_exactly(items, table_items(DeltaTable(str(path))))
+
+
+def test_an_incremental_export_into_delta_is_refused(s3, endpoint_url, tmp_path):
+    change = Change({"pk": {"S": "a"}, "sk": {"N": "1"}}, {"pk": {"S": "a"}, "sk": {"N": "1"}}, 1_714_557_600_000_000)
+    export = write_export(s3, create_bucket(s3), [DataFileSpec(incremental_lines([change], DYNAMODB_JSON))],
+                          incremental=True)  # fmt: skip
+    path = tmp_path / "lake"
+
+    result = run_job(export_into_delta_config(tmp_path, endpoint_url, export, str(path)))
+
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert_one_clear_line(result, ["importing an incremental export", "Delta table is not supported"])
     assert not path.exists()
