@@ -16,10 +16,10 @@ from typing import Iterator
 import pyarrow as pa
 
 from migrator.errors import SegmentFailed
+from migrator.items import item_size_bytes
 from migrator.snapshot.outcomes import DeltaSegmentOutcome
 from migrator.snapshot.segment_read import SegmentRead, live_pages
 from migrator.source.scan import ScanCounters
-from migrator.items import item_size_bytes
 from migrator.target.delta import DeltaLocation, append_once
 from migrator.target.delta_rows import DeltaLayout, RowCounts, record_batch
 from migrator.task_boundary import errors_returned

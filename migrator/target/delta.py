@@ -30,7 +30,7 @@ from migrator.connection import ClientSpec
 from migrator.errors import DeltaTargetError, MigratorError
 from migrator.target.delta_rows import DeltaLayout
 
-SEGMENT_TRANSACTION_VERSION = 0  # each segment (or data file) has its own app id, committed once: its one version
+TRANSACTION_VERSION = 0  # each segment (or data file) has its own app id, committed once: its one version
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ def append_once(
     try:
         write_deltalake(
             table, reader, mode="append", partition_by=list(layout.partition_by) or None,
-            commit_properties=CommitProperties(app_transactions=[Transaction(app_id, SEGMENT_TRANSACTION_VERSION)]),
+            commit_properties=CommitProperties(app_transactions=[Transaction(app_id, TRANSACTION_VERSION)]),
         )  # fmt: skip
     except Exception as exc:
         if failures:
@@ -157,7 +157,7 @@ def _describe(columns: list[tuple[str, Any]]) -> str:
 def _holds_files(location: DeltaLocation) -> bool:
     if location.s3 is None:
         folder = Path(location.uri)
-        return folder.is_dir() and any(folder.iterdir()) or folder.is_file()
+        return folder.is_file() or (folder.is_dir() and any(folder.iterdir()))
     bucket, _, prefix = location.uri.removeprefix("s3://").partition("/")
     with translated("listing", location.uri):
         listed = aws.client(location.s3.for_control_plane(), "s3").list_objects_v2(
