@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 from contextlib import contextmanager
 from typing import Any, Iterator
+from urllib.parse import urlsplit
 
 import boto3
 import botocore.exceptions as bx
@@ -115,6 +116,33 @@ def _botocore_config(spec: ClientSpec) -> Config:
         user_agent_extra="dynamodb-migrator",
         s3={"addressing_style": spec.s3_addressing_style} if spec.s3_addressing_style else None,
     )
+
+
+def object_store_options(spec: ClientSpec) -> dict[str, str]:
+    """S3 settings for a library with its own S3 client (the Delta writer, delta-rs): the endpoint,
+    region, addressing style and credentials boto3 resolves for `spec` (an assumed role's included).
+
+    Holds secrets: pass it to the library only, never log it. Credentials the chain resolves on
+    this machine are passed as they are now; a role's last for its session (an hour by default).
+    """
+    s3 = client(spec, "s3")
+    options = {"AWS_REGION": s3.meta.region_name or "us-east-1"}
+    endpoint = s3.meta.endpoint_url or ""
+    if endpoint and not (urlsplit(endpoint).hostname or "").endswith(_AWS_DOMAINS):
+        options["AWS_ENDPOINT_URL"] = endpoint  # a custom endpoint (config or AWS_ENDPOINT_URL*): as boto3 sends
+        options["AWS_ALLOW_HTTP"] = "true" if endpoint.startswith("http://") else "false"
+        options["AWS_VIRTUAL_HOSTED_STYLE_REQUEST"] = "true" if spec.s3_addressing_style == "virtual" else "false"
+    credentials = _session(spec).get_credentials()
+    if credentials is not None:
+        frozen = credentials.get_frozen_credentials()
+        options["AWS_ACCESS_KEY_ID"] = frozen.access_key
+        options["AWS_SECRET_ACCESS_KEY"] = frozen.secret_key
+        if frozen.token:
+            options["AWS_SESSION_TOKEN"] = frozen.token
+    return options
+
+
+_AWS_DOMAINS = (".amazonaws.com", ".amazonaws.com.cn")
 
 
 def _session(spec: ClientSpec) -> boto3.session.Session:

@@ -17,10 +17,10 @@ from typing import Any, Mapping
 from migrator import aws
 from migrator.config import LoadedConfig, MigratorConfig
 from migrator.driver_region import with_the_drivers_region
-from migrator.errors import SavepointError, StreamNotEnabled
+from migrator.errors import SavepointError, StreamNotEnabled, UnsupportedFeature
 from migrator.replicate import chaining, checkpoint
 from migrator.run import check_recorded_target, copied_in_config, imported_so_far, target_in_config
-from migrator.snapshot import export_import, export_write, savepoint_folders
+from migrator.snapshot import delta_copy, export_import, export_write, savepoint_folders
 from migrator.snapshot.savepoints import ResumePoint, resume_point
 from migrator.snapshot.table_copy import TableCopyPreflight, plan_copy, preflight
 from migrator.source import kinesis
@@ -52,10 +52,16 @@ def dry_run(loaded: LoadedConfig) -> DryRunReport:
     loaded = with_the_drivers_region(loaded)
     config = loaded.config
     report = DryRunReport(f"{config.source.table} → {config.target.name}")
+    if config.imports_export and config.writes_delta:
+        raise UnsupportedFeature(
+            "a dry run of an S3 export import into a Delta table", "--dry-run", "run without --dry-run",
+        )  # fmt: skip
     if config.imports_export:
         return _import_plan(loaded, report)
     if config.writes_export:
         return _export_write_plan(config, report)
+    if config.writes_delta:
+        return _delta_plan(config, report)
     checks = preflight(config)
     report.add("source", f"table {config.source.table!r}: {_describe_table(checks.source)}")
     start = _savepoint(loaded, checks, report)
@@ -136,6 +142,19 @@ def _export_write_plan(config: MigratorConfig, report: DryRunReport) -> DryRunRe
     checked = "" if not folder.hadoop else " (a Hadoop folder is checked for an earlier export when the run starts)"
     report.add("export", f"would write a new export under {folder.where('')}: _started, {plan.total_segments} gzip "
                f"DYNAMODB_JSON data files (one per segment), then the manifests{checked}")  # fmt: skip
+    return report
+
+
+def _delta_plan(config: MigratorConfig, report: DryRunReport) -> DryRunReport:
+    """A table written into a Delta table: the source, the segments, the table's columns and whether it exists."""
+    checks = delta_copy.preflight(config)
+    report.add("source", f"table {config.source.table!r}: {_describe_table(checks.source)}")
+    parallelism, parallelism_source = default_parallelism()
+    plan = export_write.plan_scan(config, checks.source, parallelism)
+    report.add("plan", f"{plan.describe()}; parallelism {parallelism} from {parallelism_source}")
+    state = "would append to the Delta table there" if checks.existing else "would create a Delta table"
+    columns = ", ".join(checks.layout.column_names)
+    report.add("target", f"{checks.target.uri}: {state} with columns {columns}, one commit per segment")
     return report
 
 

@@ -22,7 +22,8 @@
     │   ├── TargetTableNotFound      validating a target table that does not exist
     │   ├── ExportPathError          target.path cannot take an S3 export (found before writing)
     │   │   └── ExportExists         target.path already holds an export, finished or not
-    │   └── ExportUnfinished         writing an S3 export failed part way; says what to delete
+    │   ├── ExportUnfinished         writing an S3 export failed part way; says what to delete
+    │   └── DeltaTargetError         target.path cannot take this Delta table (found before writing)
     ├── ReportUnwritable             the validation report's path cannot be written
     ├── ValidationFailed             a validation could not finish (exit 3: neither equal nor different)
     ├── SavepointError               a savepoint cannot be read, written or honoured
@@ -272,6 +273,14 @@ class ExportUnfinished(TargetError):
             f"writing the S3 export {folder}: {cause}; the export is unfinished (no manifest-summary.json): "
             f"delete {folder} and run again"
         )
+
+
+class DeltaTargetError(TargetError):
+    """target.path cannot take the Delta table: another table's layout, a folder of other files, an unusable key."""
+
+    def __init__(self, where: str, reason: str):
+        self.where = where
+        super().__init__(f"target.path {where}: {reason}")
 
 
 class SameTable(TargetError):

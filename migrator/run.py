@@ -22,7 +22,7 @@ from migrator.replicate import chaining, checkpoint, replay_start
 from migrator.replicate.checkpoint import Checkpoint
 from migrator.replicate.kinesis_start import open_kinesis
 from migrator.replicate.query import ReplicationSummary, replicate
-from migrator.snapshot import export_import, export_write, prune, savepoint_folders
+from migrator.snapshot import delta_copy, delta_import, export_import, export_write, prune, savepoint_folders
 from migrator.snapshot.progress import ImportSummary, SnapshotSummary
 from migrator.snapshot.savepoints import ResumePoint, SavepointStore, TargetTable, resume_point
 from migrator.snapshot.export_import import ImportPreflight
@@ -66,6 +66,9 @@ def migrate(
     config = loaded.config
     spark_factory = _once(spark_factory)
     result = result if result is not None else MigrationResult()
+    if config.writes_delta:  # the snapshot only: replication into Delta is refused when the config loads
+        result.snapshot = (_import_into_delta if config.imports_export else _write_delta)(loaded, spark_factory, result)
+        return result
     if config.imports_export:
         return _import_export(loaded, spark_factory, should_stop, result)
     if config.writes_export:
@@ -209,6 +212,41 @@ def _write_export(
     spark = spark_factory()
     result.phase = "snapshot"
     return export_write.write_export(spark, config, checks)
+
+
+def _write_delta(loaded: LoadedConfig, spark_factory: SparkFactory, result: MigrationResult) -> delta_copy.DeltaSummary:
+    """The source table into a Delta table, a commit per segment: every check first, resumable by savepoint.
+
+    streamChanges with this target is refused when the config loads, so this phase is the whole run.
+    """
+    config = loaded.config
+    checks = delta_copy.preflight(config)
+    source_side = savepoint_folders.table_side(config.source, "source", checks.source)
+    store = savepoint_folders.open_store(loaded, spark_factory, source_side, target=delta_copy.target_side(config.target))
+    store.check_writable()
+    progress = store.load()
+    start = resume_point(progress, config.source.scan_segments, config.skip_segments, copied_in_config(config))
+    recorded = progress.target if progress is not None else target_in_config(config)
+    delta_copy.check_resumable(store, len(start.copied), "segments", recorded, checks)
+    spark = spark_factory()
+    result.phase = "snapshot"
+    return delta_copy.copy_to_delta(spark, config, checks, store, start)
+
+
+def _import_into_delta(loaded: LoadedConfig, spark_factory: SparkFactory, result: MigrationResult) -> ImportSummary:
+    """A full S3 export into a Delta table, a commit per data file: every check first, resumable by savepoint."""
+    config = loaded.config
+    checks = delta_import.preflight(config)
+    source_side = savepoint_folders.export_side(config.source, checks.source.summary.export_arn)
+    store = savepoint_folders.open_store(loaded, spark_factory, source_side, target=delta_copy.target_side(config.target))
+    store.check_writable()
+    progress = store.load_files()
+    done = export_import.imported_files(progress, config.skip_files, checks.source, store.path)
+    recorded = progress.target if progress is not None else None
+    delta_copy.check_resumable(store, len(progress.done_files) if progress else 0, "data files", recorded, checks)
+    spark = spark_factory()
+    result.phase = "snapshot"
+    return delta_import.import_to_delta(spark, config, checks, store, done)
 
 
 def _stream(

@@ -13,6 +13,7 @@ Each module imports only those listed before it:
 - `kinesis`: `target.streamChanges` and its Kinesis block
 - `tables`: the source and target blocks that name a DynamoDB or Alternator table
 - `exports`: the source and target blocks of DynamoDB S3 exports
+- `delta`: the Delta Lake target block and its typed columns
 - `segments`: sets of scan segments as skipSegments and copiedSegments write them (numbers, ranges)
 - `savepoints`: where savepoints are kept, and the record a savepoint carries
 - `document`: `MigratorConfig` with its rules across blocks, and `LoadedConfig`
@@ -25,6 +26,7 @@ Outside the package it imports only pydantic, PyYAML, `migrator.errors`, `migrat
 """
 
 from migrator.config.connections import Credentials, Endpoint
+from migrator.config.delta import DeltaTarget
 from migrator.config.document import LoadedConfig, MigratorConfig
 from migrator.config.exports import S3ExportSource, S3ExportTarget
 from migrator.config.kinesis import KinesisStreamChanges
@@ -34,6 +36,7 @@ from migrator.config.tables import DynamoSource, DynamoTarget
 
 __all__ = [
     "Credentials",
+    "DeltaTarget",
     "DynamoSource",
     "DynamoTarget",
     "Endpoint",

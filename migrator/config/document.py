@@ -16,6 +16,7 @@ from pydantic import BaseModel, Discriminator, Field, Tag, field_validator, mode
 from pydantic.alias_generators import to_camel
 
 from migrator.config.base import AtKey, ConfigModel
+from migrator.config.delta import DELTA_TYPE, DeltaTarget
 from migrator.config.exports import S3_EXPORT_TYPE, S3ExportSource, S3ExportTarget
 from migrator.config.kinesis import KinesisStreamChanges
 from migrator.config.savepoints import SavepointRecord, Savepoints, SegmentNumbers
@@ -23,6 +24,7 @@ from migrator.config.tables import DYNAMODB_TYPES, DynamoSource, DynamoTarget
 from migrator.redact import REDACTED, Secret
 
 SOURCE_TYPES = (*DYNAMODB_TYPES, S3_EXPORT_TYPE)
+TARGET_TYPES = (*SOURCE_TYPES, DELTA_TYPE)
 # The table model's tag in the source and target unions; the export model's tag is its type.
 _TABLE_TAG = "dynamodb-table"
 
@@ -30,7 +32,7 @@ _TABLE_TAG = "dynamodb-table"
 def _block_kind(block: Any) -> str:
     """Which model reads a source or target block; unknown types go to the table model, which names the valid ones."""
     kind = block.get("type") if isinstance(block, dict) else getattr(block, "type", None)
-    return S3_EXPORT_TYPE if kind == S3_EXPORT_TYPE else _TABLE_TAG
+    return kind if kind in (S3_EXPORT_TYPE, DELTA_TYPE) else _TABLE_TAG
 
 
 SourceBlock = Annotated[
@@ -38,14 +40,18 @@ SourceBlock = Annotated[
     Discriminator(_block_kind),
 ]
 TargetBlock = Annotated[
-    Union[Annotated[DynamoTarget, Tag(_TABLE_TAG)], Annotated[S3ExportTarget, Tag(S3_EXPORT_TYPE)]],
+    Union[
+        Annotated[DynamoTarget, Tag(_TABLE_TAG)],
+        Annotated[S3ExportTarget, Tag(S3_EXPORT_TYPE)],
+        Annotated[DeltaTarget, Tag(DELTA_TYPE)],
+    ],
     Discriminator(_block_kind),
 ]
 # Per block, the union members whose tags pydantic puts in error locations after "source" or
 # "target"; the tags are not keys of the YAML.
 TAGGED_BLOCKS: dict[str, dict[str, type[BaseModel]]] = {
     "source": {_TABLE_TAG: DynamoSource, S3_EXPORT_TYPE: S3ExportSource},
-    "target": {_TABLE_TAG: DynamoTarget, S3_EXPORT_TYPE: S3ExportTarget},
+    "target": {_TABLE_TAG: DynamoTarget, S3_EXPORT_TYPE: S3ExportTarget, DELTA_TYPE: DeltaTarget},
 }
 
 
@@ -136,7 +142,7 @@ class MigratorConfig(ConfigModel):
         """A PROVISIONED target made from a tableDescription needs capacity to provision."""
         described = source.table_description
         if (
-            self.target.billing_mode == "PROVISIONED"
+            getattr(self.target, "billing_mode", None) == "PROVISIONED"  # a Delta target has no billing mode
             and described is not None
             and described.provisioned_throughput is None
         ):
@@ -156,6 +162,10 @@ class MigratorConfig(ConfigModel):
     @property
     def writes_export(self) -> bool:
         return isinstance(self.target, S3ExportTarget)
+
+    @property
+    def writes_delta(self) -> bool:
+        return isinstance(self.target, DeltaTarget)
 
     @property
     def live_source(self) -> DynamoSource | None:

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from migrator.config.delta import DELTA_TYPE
 from migrator.config.document import LoadedConfig, MigratorConfig
 from migrator.config.exports import S3_EXPORT_TYPE
 from migrator.config.messages import to_config_error
@@ -95,10 +96,26 @@ def _refuse_unsupported(cleaned: dict[str, Any], path: str) -> None:
     """Valid ScyllaDB Migrator features this version does not run: say so, by key."""
     source = cleaned.get("source")
     target = cleaned.get("target")
+    if isinstance(target, dict) and target.get("type") == DELTA_TYPE:
+        _check_delta_target(target)
     if isinstance(source, dict) and source.get("type") == S3_EXPORT_TYPE:
         _refuse_chaining(source, target, cleaned.get("invalidCheckpointBehavior"), path)
     if isinstance(target, dict) and target.get("type") == S3_EXPORT_TYPE:
         _check_export_target(cleaned, target, path)
+
+
+def _check_delta_target(target: dict[str, Any]) -> None:
+    """A Delta table: this version writes a snapshot (a table's Scan, a full S3 export), not changes yet."""
+    if target.get("streamChanges") not in (None, False):
+        raise UnsupportedFeature(
+            "replicating changes into a Delta table", "target.streamChanges",
+            "set streamChanges: false (or remove it) to write the table's snapshot only",
+        )  # fmt: skip
+    if target.get("skipInitialSnapshotTransfer") not in (None, False):
+        raise UnsupportedFeature(
+            "skipping the snapshot of a Delta table (it only replicates changes)", "target.skipInitialSnapshotTransfer",
+            "remove the key: this version writes the snapshot and nothing else into Delta",
+        )  # fmt: skip
 
 
 def _check_export_target(cleaned: dict[str, Any], target: dict[str, Any], path: str) -> None:

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.alias_generators import to_camel
 
 from migrator.config.base import AtKey
-from migrator.config.document import SOURCE_TYPES, TAGGED_BLOCKS, MigratorConfig
+from migrator.config.document import SOURCE_TYPES, TAGGED_BLOCKS, TARGET_TYPES, MigratorConfig
 from migrator.config.kinesis import STREAM_CHANGES_TAGS
 from migrator.config.scylla_compat import ALTERNATOR_KEYS, COMPAT_ONLY_KEYS
 from migrator.config.tables import TableBlock
@@ -27,8 +27,9 @@ def to_config_error(exc: ValidationError, path: str) -> ConfigError:
     # An unknown source or target type explains everything else wrong in the block (keys of another type).
     for block in ("source", "target"):
         wrong_type = [e for e in errors if e["type"] == "literal_error" and _key_path(e["loc"]) == f"{block}.type"]
-        if wrong_type:  # the table model lists only its own types: name every one (sources and targets alike)
-            expected = ", ".join(repr(t) for t in SOURCE_TYPES[:-1]) + f" or {SOURCE_TYPES[-1]!r}"
+        if wrong_type:  # the table model lists only its own types: name every one the block accepts
+            types = SOURCE_TYPES if block == "source" else TARGET_TYPES
+            expected = ", ".join(repr(t) for t in types[:-1]) + f" or {types[-1]!r}"
             return ConfigError(f"{block}.type", f"must be one of {expected} (got {wrong_type[0].get('input')!r})", path)
     error = _most_useful(errors)
     cause = (error.get("ctx") or {}).get("error")

@@ -57,11 +57,32 @@ class SegmentFileOutcome(SegmentOutcome):
 
 
 @dataclass(frozen=True)
+class DeltaSegmentOutcome(SegmentOutcome):
+    """What writing one segment into a Delta table did, or the error that stopped it.
+
+    `already_committed`: an earlier run had committed the segment (its app id is in the table),
+    so nothing was scanned or written; `unfit_values`: projected attribute values that did not
+    fit their column (left null there, kept exact in the item column).
+    """
+
+    already_committed: bool = False
+    unfit_values: int = 0
+
+
+@dataclass(frozen=True)
 class FileOutcome(UnitOutcome):
     """What importing (or reading) one data file did, or the error that stopped it."""
 
     file_key: str
     items: int = 0  # lines read
+
+
+@dataclass(frozen=True)
+class DeltaFileOutcome(FileOutcome):
+    """What importing one data file into a Delta table did; fields as `DeltaSegmentOutcome`'s."""
+
+    already_committed: bool = False
+    unfit_values: int = 0
 
 
 @dataclass(frozen=True)

@@ -89,6 +89,11 @@ def validate(
     started = time.monotonic()
     loaded = with_the_drivers_region(loaded)  # executors call the region the checks called
     config = loaded.config
+    if config.writes_delta:
+        raise UnsupportedFeature(
+            "validating a Delta table", "target.type",
+            "compare from the table's _item column (docs/delta.md) until the validator reads Delta tables",
+        )  # fmt: skip
     if report_path is not None:
         check_report_path(report_path)
     if config.imports_export:

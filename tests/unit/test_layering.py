@@ -32,7 +32,10 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
 )
 
 # Summaries and progress add up outcomes; the runner runs any kind of unit: none imports a task.
-EXECUTOR_TASKS = {"migrator.snapshot.segment_copy", "migrator.snapshot.segment_export", "migrator.snapshot.export_copy"}
+EXECUTOR_TASKS = {
+    "migrator.snapshot.segment_copy", "migrator.snapshot.segment_export", "migrator.snapshot.export_copy",
+    "migrator.snapshot.segment_delta", "migrator.snapshot.file_delta",
+}
 KNOW_NO_TASK = {"migrator.snapshot.progress", "migrator.snapshot.runner", "migrator.snapshot.outcomes"}
 
 # Imported in a fresh interpreter: none of these may load pyspark, py4j, boto3 or botocore.
@@ -40,6 +43,7 @@ PURE = [
     "migrator.config", "migrator.errors", "migrator.redact", "migrator.connection", "migrator.items", "migrator.plan", "migrator.ratelimit",
     "migrator.metrics", "migrator.export", "migrator.stream", "migrator.snapshot.outcomes", "migrator.snapshot.savepoints",
     "migrator.validate.compare", "migrator.validate.report", "migrator.validate.work_file", "migrator.collector",
+    "migrator.target.delta_rows",
 ]  # fmt: skip
 
 

@@ -97,7 +97,7 @@ ERROR_CASES = [
     ("skip segments", {"skipSegments": [1], "source.scanSegments": 4}, "skipSegments",
      ["written whole in one run", "remove skipSegments"]),
     ("an unknown target type", {"target.type": "parquet"}, "target.type",
-     ["must be one of 'dynamodb', 'dynamo', 'alternator' or 'dynamodb-s3-export' (got 'parquet')"]),
+     ["must be one of 'dynamodb', 'dynamo', 'alternator', 'dynamodb-s3-export' or 'delta' (got 'parquet')"]),
 ]  # fmt: skip
 
 

@@ -1,0 +1,184 @@
+"""Copy a live table into a Delta table (`target.type: delta`), a Spark job per scan segment.
+
+On the driver: `preflight` describes the source, works out the table's columns and checks
+target.path, before anything is written; `copy_to_delta` creates the table when there is none,
+runs every segment not yet written (`segment_delta` on the executors, through `runner`), and
+records each in the savepoint as it is committed. The segments are planned and paced as an
+export's (`export_write.plan_scan`): nothing is written to a DynamoDB table.
+
+Exactly once: a segment is recorded in the savepoint only after its commit, and its commit carries
+the segment's app id, so a segment committed by a run that died before saving is skipped by the
+rerun without being scanned (`target.delta`). The app id is `<savepoint name>-segment-<n>-of-<count>`:
+stable across reruns of one copy, never shared by two copies or by two segment counts.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from deltalake import DeltaTable
+from pyspark.sql import SparkSession
+
+from migrator import aws
+from migrator.config import DeltaTarget, MigratorConfig
+from migrator.errors import ConfigError, RecordedTargetMissing, RecordedTargetReplaced, SegmentFailed
+from migrator.snapshot.export_write import plan_scan
+from migrator.snapshot.outcomes import DeltaSegmentOutcome
+from migrator.snapshot.preflight import Preflight, describe_live_source
+from migrator.snapshot.progress import ProgressReporter, SnapshotSummary
+from migrator.snapshot.runner import UnitJobs, run_units
+from migrator.snapshot.savepoints import ResumePoint, SavepointStore, Side, SnapshotProgress, TargetTable, UnitLedger
+from migrator.snapshot.segment_delta import DeltaSegmentTask, write_delta_segment
+from migrator.snapshot.segment_read import read_settings
+from migrator.target.delta import DeltaLocation, check_location, create_table, segment_app_id, table_identity
+from migrator.target.delta_rows import DeltaLayout, LayoutError
+from migrator.target.tables import TableInfo
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DeltaPreflight(Preflight[TableInfo, DeltaLocation]):
+    """A table copy's checks, plus the Delta table's columns and the table already there (its identity), if any."""
+
+    layout: DeltaLayout
+    existing: TargetTable | None
+
+
+@dataclass
+class DeltaSummary(SnapshotSummary):
+    """A snapshot's totals, written into a Delta table."""
+
+    segments_found_committed: int = 0  # committed by an earlier run that died before saving them
+    unfit_values: int = 0
+
+    def add(self, outcome: DeltaSegmentOutcome) -> None:
+        super().add(outcome)
+        self.segments_found_committed += outcome.already_committed
+        self.unfit_values += outcome.unfit_values
+
+    def render(self, ended: str = "complete") -> str:
+        return "\n".join([
+            super().render(ended),
+            f"  found committed: {self.segments_found_committed:,} segments (by an earlier run; not written again)",
+            f"  unfit values:    {self.unfit_values:,} (target.columns values left null: _item holds them exactly)",
+        ])  # fmt: skip
+
+
+def preflight(config: MigratorConfig) -> DeltaPreflight:
+    """Describe the source, lay out the table and check target.path; raises before anything is written."""
+    source, ttl, _ = describe_live_source(config)
+    target = config.target
+    layout = layout_of(target, source, config.rename_map)
+    location = location_of(target)
+    existing = check_location(location, layout)
+    identity = identity_of(existing) if existing is not None else None
+    return DeltaPreflight(source, location, {}, ttl, source.key_names, layout, identity)
+
+
+def layout_of(target: DeltaTarget, source: TableInfo, renames: dict[str, str]) -> DeltaLayout:
+    """The table's columns: the source's keys (renamed), target.columns, and partitionBy."""
+    keys = tuple((renames.get(name, name), source.attribute_types[name]) for name, _ in source.key_schema)
+    try:
+        return DeltaLayout(keys, tuple((c.name, c.type) for c in target.columns), tuple(target.partition_by))
+    except LayoutError as exc:
+        raise ConfigError(exc.key_path, f"{exc}; nothing was written") from None
+
+
+def location_of(target: DeltaTarget) -> DeltaLocation:
+    """Where the table is; a relative local path is the driver's, made absolute for the executors."""
+    if target.is_s3:
+        return DeltaLocation(target.uri, target.client_spec("target"))
+    return DeltaLocation(str(Path(target.uri).absolute()))
+
+
+def target_side(target: DeltaTarget) -> Side:
+    """The Delta table as a savepoint names it: its location, and for S3 the endpoint and region boto3 resolves."""
+    if not target.is_s3:
+        return Side("delta", "", "", target.path)
+    meta = aws.client(target.client_spec("target").for_control_plane(), "s3").meta
+    return Side("delta", meta.endpoint_url, meta.region_name, target.path)
+
+
+def check_resumable(
+    store: SavepointStore, copied: int, units: str, recorded: TargetTable | None, checks: DeltaPreflight
+) -> None:
+    """Units (segments, data files) recorded as written are skipped only in the table they went into, never in a new one."""
+    if not copied:
+        return
+    if checks.existing is None:
+        raise RecordedTargetMissing(copied, units, store.path, checks.target.uri)
+    how = recorded.differs_from(checks.existing) if recorded is not None else None
+    if how is not None:
+        raise RecordedTargetReplaced(copied, units, store.path, checks.target.uri, how)
+
+
+def copy_to_delta(
+    spark: SparkSession, config: MigratorConfig, checks: DeltaPreflight, store: SavepointStore, start: ResumePoint
+) -> DeltaSummary:
+    """Create the table when missing, then write every segment not yet written, saving each as it is committed."""
+    identity = checks.existing
+    if identity is None:
+        identity = identity_of(create_table(checks.target, checks.layout))
+        log.info("created the Delta table %s", checks.target.uri)
+    plan = plan_scan(config, checks.source, spark.sparkContext.defaultParallelism, start.total_segments)
+    summary = DeltaSummary(
+        config.source.table, checks.target.uri, plan.total_segments,
+        segments_resumed=len(start.copied), segments_skipped=len(start.requested),
+    )  # fmt: skip
+    ledger = UnitLedger(store, SnapshotProgress(
+        config.source.table, checks.target.uri, plan.total_segments, start.copied, start.requested, identity,
+    ))  # fmt: skip
+    ledger.start()
+    if start.copied:
+        log.info("resuming from %s: %d of %d segments already copied", store.path, len(start.copied), plan.total_segments)
+    reporter = ProgressReporter(summary, checks.source.item_count)
+
+    def on_written(outcome: DeltaSegmentOutcome) -> None:
+        ledger.record(outcome.segment)
+        reporter.record(outcome)
+
+    copy_id = store.identity.stem()
+    tasks = [_task(config, checks, plan.total_segments, plan.read_units_per_task, copy_id, segment)
+             for segment in range(plan.total_segments) if segment not in start.done]  # fmt: skip
+    try:
+        run_units(spark, tasks, plan.concurrency, on_written, DELTA_SEGMENT_JOBS)
+    except KeyboardInterrupt:  # Ctrl+C or SIGTERM: what this run wrote, before the command's last line
+        log.info("\n%s", summary.render(ended="interrupted"))
+        raise
+    summary.finished = time.monotonic()
+    return summary
+
+
+def identity_of(table: DeltaTable) -> TargetTable:
+    """The table as a savepoint records it: Delta's table id and creation time, where a DynamoDB table has its TableId."""
+    table_id, created = table_identity(table)
+    return TargetTable(table_id=table_id, created=created)
+
+
+def _task(
+    config: MigratorConfig, checks: DeltaPreflight, total: int, read_units: float, copy_id: str, segment: int
+) -> DeltaSegmentTask:
+    return DeltaSegmentTask(
+        **read_settings(config, checks),
+        segment=segment,
+        total_segments=total,
+        read_units_per_second=read_units,
+        location=checks.target,
+        layout=checks.layout,
+        app_id=segment_app_id(copy_id, segment, total),
+    )
+
+
+def _describe_segment(task: DeltaSegmentTask) -> str:
+    return f"snapshot {task.source_table} → Delta {task.location.uri}: segment {task.segment} of {task.total_segments}"
+
+
+def _segment_job_failed(task: DeltaSegmentTask, cause: str) -> DeltaSegmentOutcome:
+    return DeltaSegmentOutcome(segment=task.segment, error=SegmentFailed(task.segment, task.total_segments, cause, True))
+
+
+DELTA_SEGMENT_JOBS = UnitJobs(write_delta_segment, _describe_segment, _segment_job_failed, unit="segment")

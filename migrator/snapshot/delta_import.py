@@ -1,0 +1,114 @@
+"""Import a full DynamoDB S3 export into a Delta table (`source.type: dynamodb-s3-export`, `target.type:
+delta`): one commit per data file, exactly once, as a table copy's segments (`delta_copy`).
+
+On the driver: `preflight` reads the manifests, checks every data file is there, lays out the table
+from the exported table's keys and checks target.path, before anything is written; `import_to_delta`
+creates the table when missing and imports every data file not yet imported, recording each in the
+savepoint after its commit. On an executor, `file_delta.import_file_to_delta` streams a file's items
+into one commit tagged with the app id `<savepoint name>-file-<data file key>`, skipped when the
+table already holds it.
+
+An incremental export holds changes (puts and deletes), which need a MERGE: refused for now.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from pyspark.sql import SparkSession
+
+from migrator import aws
+from migrator.config import MigratorConfig, S3ExportSource
+from migrator.errors import UnsupportedFeature
+from migrator.export.errors import ImportFileFailed
+from migrator.snapshot.delta_copy import DeltaPreflight, identity_of, layout_of, location_of
+from migrator.snapshot.export_copy import FileTask
+from migrator.snapshot.export_import import exported_table
+from migrator.snapshot.file_delta import DeltaFileTask, import_file_to_delta
+from migrator.snapshot.outcomes import DeltaFileOutcome
+from migrator.snapshot.progress import ImportReporter, ImportSummary
+from migrator.snapshot.runner import UnitJobs, run_units
+from migrator.snapshot.savepoints import ImportProgress, SavepointStore, UnitLedger
+from migrator.source.s3export import ExportManifests, check_files_present, read_manifests
+from migrator.target.delta import check_location, create_table
+
+
+@dataclass(frozen=True)
+class DeltaImportPreflight(DeltaPreflight):
+    """A Delta copy's checks, with the export's manifests in place of the source table."""
+
+
+def preflight(config: MigratorConfig) -> DeltaImportPreflight:
+    """Read the manifests, check the data files, lay out the table and check target.path; raises before anything is written."""
+    source: S3ExportSource = config.source
+    s3_spec = source.client_spec("source").for_control_plane()
+    s3 = aws.client(s3_spec, "s3")
+    manifests = read_manifests(s3, source.bucket, source.manifest_key, s3_spec.where)
+    if manifests.summary.is_incremental:
+        raise UnsupportedFeature(
+            "importing an incremental export (changes, applied by MERGE) into a Delta table", "source.manifestKey",
+            "import a full export into the Delta table",
+        )  # fmt: skip
+    check_files_present(s3, source.bucket, manifests.files)
+    exported, ttl = exported_table(config, manifests)
+    layout = layout_of(config.target, exported, config.rename_map)
+    location = location_of(config.target)
+    existing = check_location(location, layout)
+    identity = identity_of(existing) if existing is not None else None
+    return DeltaImportPreflight(manifests, location, {}, ttl, exported.key_names, layout, identity)
+
+
+def import_to_delta(
+    spark: SparkSession, config: MigratorConfig, checks: DeltaImportPreflight, store: SavepointStore, done: frozenset[str]
+) -> ImportSummary:
+    """Create the table when missing, then import every data file not in `done`, saving each after its commit."""
+    source: S3ExportSource = config.source
+    manifests: ExportManifests = checks.source
+    identity = checks.existing or identity_of(create_table(checks.target, checks.layout))
+    summary = ImportSummary(
+        source=source.location, target_table=checks.target.uri, export_type=manifests.summary.export_type,
+        output_format=manifests.summary.output_format, files_total=len(manifests.files),
+        items_total=manifests.summary.item_count, files_resumed=len(done),
+    )  # fmt: skip
+    ledger = UnitLedger(store, ImportProgress(source.table, checks.target.uri, done, identity))
+    ledger.start()
+    copy_id = store.identity.stem()
+    tasks = [_task(config, checks, manifests, number, copy_id)
+             for number, data_file in enumerate(manifests.files, start=1) if data_file.data_file_s3_key not in done]  # fmt: skip
+    reporter = ImportReporter(summary, sum(task.file.data_file.item_count for task in tasks))
+
+    def on_imported(outcome: DeltaFileOutcome) -> None:
+        ledger.record(outcome.file_key)
+        reporter.record(outcome)
+
+    run_units(spark, tasks, spark.sparkContext.defaultParallelism, on_imported, DELTA_FILE_JOBS)
+    summary.finished = time.monotonic()
+    return summary
+
+
+def _task(
+    config: MigratorConfig, checks: DeltaImportPreflight, manifests: ExportManifests, number: int, copy_id: str
+) -> DeltaFileTask:
+    source: S3ExportSource = config.source
+    data_file = manifests.files[number - 1]
+    file = FileTask(source.client_spec("source"), source.bucket, data_file, manifests.summary.output_format,
+                    number, len(manifests.files))  # fmt: skip
+    return DeltaFileTask(
+        file, checks.target, checks.layout, f"{copy_id}-file-{data_file.data_file_s3_key}",
+        tuple(config.rename_map.items()), checks.key_names,
+    )  # fmt: skip
+
+
+def _describe_file(task: DeltaFileTask) -> str:
+    return f"import → Delta {task.location.uri}: data file {task.file.number} of {task.file.total_files}"
+
+
+def _file_job_failed(task: DeltaFileTask, cause: str) -> DeltaFileOutcome:
+    file = task.file
+    return DeltaFileOutcome(
+        file_key=file.file_key, error=ImportFileFailed(file.file_key, file.number, file.total_files, cause, True)
+    )
+
+
+DELTA_FILE_JOBS = UnitJobs(import_file_to_delta, _describe_file, _file_job_failed, unit="file")

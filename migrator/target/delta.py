@@ -1,0 +1,166 @@
+"""The Delta table at target.path, through delta-rs (the `deltalake` package): checked, created, and
+appended to one segment at a time, exactly once.
+
+The driver checks the location before anything is written (`check_location`): a Delta table there
+must have this copy's columns and partitioning; a folder holding anything else is refused. It
+creates the table when there is none (`create_table`), so segments only ever append.
+
+Each executor task appends its segment as one Delta commit carrying an application transaction
+(Delta's `txn` action): app id `<copy id>-segment-<n>-of-<count>`, version 0 (`append_once`). Before it scans,
+the task asks the table for that app id's version: a segment committed by a run that died before
+its savepoint was saved is then found and not appended twice. delta-rs commits each version with
+a put-if-absent (a rename on local disks, a conditional write on S3), so tasks appending at once
+never overwrite each other's commit.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import pyarrow as pa
+from deltalake import CommitProperties, DeltaTable, Schema, Transaction, write_deltalake
+from deltalake.exceptions import DeltaError
+
+from migrator import aws
+from migrator.aws import translated
+from migrator.connection import ClientSpec
+from migrator.errors import DeltaTargetError, MigratorError
+from migrator.target.delta_rows import DeltaLayout
+
+TRANSACTION_VERSION = 0  # each segment (or data file) has its own app id, committed once: its one version
+
+
+@dataclass(frozen=True)
+class DeltaLocation:
+    """Where the table is and how to reach it; plain values, so each executor task carries it."""
+
+    uri: str  # s3://bucket/prefix, or a local directory
+    s3: ClientSpec | None = None  # None: a local directory
+
+    def storage_options(self) -> dict[str, str] | None:
+        """delta-rs's S3 settings, resolved where they are used (they hold credentials: never logged)."""
+        return aws.object_store_options(self.s3) if self.s3 is not None else None
+
+    def open(self) -> DeltaTable:
+        return DeltaTable(self.uri, storage_options=self.storage_options())
+
+
+def check_location(location: DeltaLocation, layout: DeltaLayout) -> DeltaTable | None:
+    """The Delta table already at the location, checked to have `layout`'s columns and partitioning;
+    None when the location is empty. Raises DeltaTargetError, before anything is written, otherwise."""
+    if DeltaTable.is_deltatable(location.uri, storage_options=location.storage_options()):
+        table = location.open()
+        _check_layout(location, table, layout)
+        return table
+    if _holds_files(location):
+        raise DeltaTargetError(
+            location.uri,
+            "holds files but no Delta table; nothing was written: set target.path to an empty or new location, "
+            "or to a Delta table this copy wrote",
+        )
+    return None
+
+
+def create_table(location: DeltaLocation, layout: DeltaLayout) -> DeltaTable:
+    """An empty table with the layout's columns (its first commit), so that segments only append."""
+    return DeltaTable.create(
+        location.uri, schema=layout.arrow_schema(), partition_by=list(layout.partition_by) or None,
+        mode="error", storage_options=location.storage_options(),
+    )  # fmt: skip
+
+
+def table_identity(table: DeltaTable) -> tuple[str, str]:
+    """The table's id and creation time (Delta's metadata): a table deleted and made again has others."""
+    metadata = table.metadata()
+    return metadata.id, str(metadata.created_time)
+
+
+def segment_app_id(copy_id: str, segment: int, total_segments: int) -> str:
+    """A segment's application transaction id: the segment count is in it, since segment n of
+    another count holds other items."""
+    return f"{copy_id}-segment-{segment}-of-{total_segments}"
+
+
+def append_once(
+    location: DeltaLocation, layout: DeltaLayout, app_id: str, batches: Iterator[pa.RecordBatch]
+) -> bool:
+    """Append the batches as one commit tagged with `app_id`, unless a commit with it is in the table.
+
+    True when appended; False when an earlier attempt had committed it (`batches` is then never
+    read, so the segment or file is not read again). A failure while producing the batches (a
+    Scan given up, a damaged file) is raised as it was, not as delta-rs rewraps it.
+    """
+    table = location.open()
+    if table.transaction_version(app_id) is not None:
+        return False
+    failures: list[Exception] = []
+    reader = pa.RecordBatchReader.from_batches(layout.arrow_schema(), _kept_failures(batches, failures))
+    try:
+        write_deltalake(
+            table, reader, mode="append", partition_by=list(layout.partition_by) or None,
+            commit_properties=CommitProperties(app_transactions=[Transaction(app_id, TRANSACTION_VERSION)]),
+        )  # fmt: skip
+    except Exception as exc:
+        if failures:
+            raise failures[0] from None
+        if not isinstance(exc, (DeltaError, OSError)):
+            raise
+        error = MigratorError(f"delta-rs could not write ({type(exc).__name__}: {exc})")
+        error.retryable = True  # storage or commit trouble: writing again is safe (the app id decides)
+        raise error from None
+    return True
+
+
+def _kept_failures(batches: Iterator[pa.RecordBatch], failures: list[Exception]) -> Iterator[pa.RecordBatch]:
+    try:
+        yield from batches
+    except Exception as exc:
+        failures.append(exc)
+        raise
+
+
+def _check_layout(location: DeltaLocation, table: DeltaTable, layout: DeltaLayout) -> None:
+    expected = _columns(_schema_json(layout))
+    found = _columns(table.schema().to_json())
+    if found != expected:
+        raise DeltaTargetError(
+            location.uri,
+            f"holds a Delta table with columns {_describe(found)}, but this copy writes {_describe(expected)} "
+            "(the source's keys, target.columns and _item); nothing was written: set target.path to a new "
+            "location, or target.columns to the table's",
+        )
+    partitions = list(table.metadata().partition_columns)
+    if partitions != list(layout.partition_by):
+        raise DeltaTargetError(
+            location.uri,
+            f"holds a Delta table partitioned by {partitions or 'nothing'}, but target.partitionBy is "
+            f"{list(layout.partition_by) or 'empty'}; nothing was written: set partitionBy to the table's, "
+            "or target.path to a new location",
+        )
+
+
+def _schema_json(layout: DeltaLayout) -> str:
+    return Schema.from_arrow(layout.arrow_schema()).to_json()
+
+
+def _columns(schema_json: str) -> list[tuple[str, Any]]:
+    return [(field["name"], field["type"]) for field in json.loads(schema_json)["fields"]]
+
+
+def _describe(columns: list[tuple[str, Any]]) -> str:
+    return ", ".join(f"{name} {kind}" for name, kind in columns)
+
+
+def _holds_files(location: DeltaLocation) -> bool:
+    if location.s3 is None:
+        folder = Path(location.uri)
+        return folder.is_file() or (folder.is_dir() and any(folder.iterdir()))
+    bucket, _, prefix = location.uri.removeprefix("s3://").partition("/")
+    with translated("listing", location.uri):
+        listed = aws.client(location.s3.for_control_plane(), "s3").list_objects_v2(
+            Bucket=bucket, Prefix=f"{prefix}/" if prefix else "", MaxKeys=1
+        )
+    return bool(listed.get("KeyCount"))

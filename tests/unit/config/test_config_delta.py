@@ -1,0 +1,123 @@
+"""The `type: delta` target block: what loads, and every refusal by key path (one line, exit 2)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+
+from migrator.config import DeltaTarget, parse_config
+from migrator.errors import ConfigError, UnsupportedFeature
+
+FILE = "delta.yaml"
+BASE = {
+    "source": {"type": "dynamodb", "table": "Orders", "region": "us-east-1"},
+    "target": {
+        "type": "delta",
+        "path": "s3://lake/tables/orders/",
+        "region": "eu-west-1",
+        "credentials": {"accessKey": "AKIAEXAMPLE", "secretKey": "example-secret"},
+        "columns": [{"name": "total", "type": "Decimal(12, 2)"}, {"name": "status", "type": "string"}],
+        "partitionBy": ["status"],
+    },
+}
+
+
+def text(**target_edits) -> str:
+    document = copy.deepcopy(BASE)
+    document["target"].update(target_edits)
+    return yaml.safe_dump(document, sort_keys=False)
+
+
+def refusal(error_type, **target_edits):
+    with pytest.raises(error_type) as caught:
+        parse_config(text(**target_edits), FILE)
+    assert caught.value.exit_code == 2
+    return str(caught.value)
+
+
+def test_a_delta_target_loads_with_its_columns_and_s3_connection():
+    config = parse_config(text(), FILE).config
+
+    assert config.writes_delta and not config.writes_export
+    block = config.target
+    assert isinstance(block, DeltaTarget)
+    assert (block.is_s3, block.uri, block.name) == (True, "s3://lake/tables/orders", "s3://lake/tables/orders/")
+    assert [(c.name, c.type) for c in block.columns] == [("total", "decimal(12,2)"), ("status", "string")]
+    assert block.partition_by == ["status"]
+    assert block.client_spec("target").region == "eu-west-1"
+
+
+@pytest.mark.parametrize("path, uri", [("./lake/orders", "./lake/orders"), ("file:///data/orders", "/data/orders")])
+def test_a_local_path_is_opened_as_a_directory(path, uri):
+    block = parse_config(text(path=path), FILE).config.target
+
+    assert (block.is_s3, block.uri) == (False, uri)
+
+
+def test_an_unknown_column_type_names_the_key_and_the_types():
+    message = refusal(ConfigError, columns=[{"name": "total", "type": "money"}])
+
+    assert "target.columns[0].type" in message and "'money' is not a column type" in message
+    assert "decimal(p,s)" in message
+
+
+@pytest.mark.parametrize("kind", ["decimal(39,2)", "decimal(5,6)", "decimal(0,0)"])
+def test_a_decimal_beyond_delta_s_limits_is_refused(kind):
+    assert "is not a column type" in refusal(ConfigError, columns=[{"name": "total", "type": kind}])
+
+
+def test_a_column_named_like_the_item_column_is_refused():
+    assert "'_item' is the column holding the whole item" in refusal(ConfigError, columns=[{"name": "_item", "type": "string"}])
+
+
+def test_a_column_named_twice_is_refused():
+    columns = [{"name": "a", "type": "string"}, {"name": "a", "type": "long"}]
+
+    assert "columns names a more than once" in refusal(ConfigError, columns=columns)
+
+
+def test_replication_into_delta_is_refused_at_load():
+    message = refusal(UnsupportedFeature, streamChanges=True)
+
+    assert message.startswith("target.streamChanges: replicating changes into a Delta table is not supported")
+    assert "streamChanges: false" in message
+
+
+def test_an_export_source_into_delta_loads():
+    document = copy.deepcopy(BASE)
+    document["source"] = {"type": "dynamodb-s3-export", "bucket": "b", "manifestKey": "AWSDynamoDB/x/manifest-summary.json"}
+
+    config = parse_config(yaml.safe_dump(document), FILE).config
+
+    assert config.imports_export and config.writes_delta
+
+
+def test_replication_after_an_export_import_into_delta_is_refused_as_replication():
+    document = copy.deepcopy(BASE)
+    document["source"] = {"type": "dynamodb-s3-export", "bucket": "b", "manifestKey": "AWSDynamoDB/x/manifest-summary.json"}
+    document["target"]["streamChanges"] = True
+
+    with pytest.raises(UnsupportedFeature, match="replicating changes into a Delta table"):
+        parse_config(yaml.safe_dump(document), FILE)
+
+
+@pytest.mark.parametrize("path, reason", [
+    ("hdfs://nn/tables/orders", "local directory or s3://bucket/prefix only"),
+    ("s3:///orders", "names no bucket"),
+])  # fmt: skip
+def test_a_location_this_version_cannot_write_is_refused(path, reason):
+    assert reason in refusal(ConfigError, path=path)
+
+
+def test_a_path_with_credentials_is_refused_without_repeating_them():
+    message = refusal(ConfigError, path="s3://user:hunter2@lake/orders")
+
+    assert "hunter2" not in message and "target.credentials" in message
+
+
+def test_an_unknown_target_type_lists_delta_among_the_types():
+    message = refusal(ConfigError, type="iceberg")
+
+    assert "target.type: must be one of 'dynamodb', 'dynamo', 'alternator', 'dynamodb-s3-export' or 'delta'" in message
