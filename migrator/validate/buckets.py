@@ -32,7 +32,7 @@ from migrator.target.export_folder import ExportFolder, open_data_file, read_ran
 from migrator.task_boundary import errors_returned
 from migrator.validate.matching import Entry, KeyCheck, SideScan, check_keys, exported_entries, scanned_entries
 from migrator.validate.report import Tally
-from migrator.validate.work_file import RangeReader, decode, encode, file_name, read_bucket
+from migrator.validate.work_file import HeldEntry, RangeReader, decode, encode, file_name, read_bucket
 
 SOURCE, TARGET = "source", "target"
 
@@ -129,11 +129,12 @@ def compare_bucket(task: CompareTask) -> CompareOutcome:
     return CompareOutcome(task.bucket, error=error) if error else CompareOutcome(task.bucket, tally)
 
 
-def _read_side(task: CompareTask, units: tuple[str, ...]) -> dict[str, Entry]:
-    """The side's items of the bucket by key, parsed with the collector paused (a bucket holds about 1/B of
-    the side's table: a tree the collector would walk many times while it is built)."""
+def _read_side(task: CompareTask, units: tuple[str, ...]) -> dict[str, HeldEntry]:
+    """The side's items of the bucket by key, as text, decoded with the collector paused (a bucket holds
+    about 1/B of the side's table: containers by the ten thousand, which the collector would walk many
+    times while they are made)."""
     handed = dict(task.files) if task.files is not None else None
-    entries: dict[str, Entry] = {}
+    entries: dict[str, HeldEntry] = {}
     for unit in units:
         data = handed[unit] if handed is not None else bucket_bytes(partial(read_range, task.folder), task, unit)
         with collector_paused():

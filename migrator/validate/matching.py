@@ -5,8 +5,10 @@ task's share of the side's read rate); an S3 export a data file at a time, as it
 it. Source items are renamed as the migration renames them, so they meet the target's items
 under the target's names, and those the migration skips as expired are marked so. Each item
 goes with its canonical key (numbers by value), by which both sides meet in a bucket
-(`migrator.validate.buckets`). What differs is read again by key after a delay
-(`_second_look`), and only what still differs is counted and repaired.
+(`migrator.validate.buckets`), their items still the JSON text the work file holds: an item the
+same text on both sides is equal (`compare`'s rules hold every value DynamoDB accepts equal to
+itself), and only the others are parsed and compared by value. What differs is read again by key
+after a delay (`_second_look`), and only what still differs is counted and repaired.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from migrator.target.pipeline import PipelinedWriter
 from migrator.task_boundary import errors_returned
 from migrator.validate.compare import differing_attributes
 from migrator.validate.report import DIFFERENT, EXTRA, MISSING, Sample, Tally
-from migrator.validate.work_file import Entry
+from migrator.validate.work_file import Entry, HeldEntry, held_item
 from migrator.wire import wire_client
 
 
@@ -116,7 +118,7 @@ def _renamed_names(renames: dict[str, str], names: tuple[str, ...]) -> tuple[str
     return tuple(renames.get(name, name) for name in names)
 
 
-def check_keys(check: KeyCheck, pairs: Iterable[tuple[str, tuple[Entry | None, Entry | None]]]) -> Iterator[Tally]:
+def check_keys(check: KeyCheck, pairs: Iterable[tuple[str, tuple[HeldEntry | None, HeldEntry | None]]]) -> Iterator[Tally]:
     """Classify each key met in a bucket (missing, extra, different, equal, expired), recheck what differs,
     repair what is asked; one Tally. Never raises (`migrator.task_boundary`): a failure comes back in it."""
     tally = Tally(check.failures_to_fetch)
@@ -138,9 +140,21 @@ def _first_look(check: KeyCheck, pairs, tally: Tally) -> Iterator[Difference]:
     for order, (source, target) in pairs:
         tally.source_items += source is not None
         tally.target_items += target is not None
-        difference = _judged(check, order, source, target, tally)
+        if _same_text(source, target):
+            tally.equal += 1
+            continue
+        difference = _judged(check, order, _parsed(source), _parsed(target), tally)
         if difference is not None:
             yield difference
+
+
+def _same_text(source: HeldEntry | None, target: HeldEntry | None) -> bool:
+    """Both sides hold the key, the source item is not expired, and both items are the same bytes."""
+    return source is not None and target is not None and not source[1] and source[0] == target[0]
+
+
+def _parsed(held: HeldEntry | None) -> Entry | None:
+    return None if held is None else (held_item(held[0]), held[1])
 
 
 def _judged(check: KeyCheck, order: str, source: Entry | None, target: Entry | None, tally: Tally) -> Difference | None:

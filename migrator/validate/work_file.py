@@ -9,11 +9,17 @@ read of 16 bytes at a known place, then reads the range: no listing, no file siz
     bytes 0-7            MAGIC, the format and its version
     bytes 8-15           B, the number of buckets, big-endian
     bytes 16 + 8·i       offset i for i in 0..B, big-endian: where bucket i starts (i = B: the end)
-    offset b .. b+1      bucket b: a gzip of JSON lines `[key, item, expired]`, none when it is empty
+    offset b .. b+1      bucket b: a gzip of lines `key TAB expired TAB item`, none when it is empty
+
+A line holds the canonical key, `1` or `0` for expired, and the item as JSON text: three fields
+a tab apart, since JSON text escapes every tab and newline inside it. The item stays text until
+a compare unit must compare it by value (`held_item`): both sides' items are written by the same
+`encode`, so an item the two tables hold alike comes back as the same bytes from both sides.
 
 Each bucket's range is a gzip stream of its own, readable alone. A reader checks every key it
 decodes hashes to the bucket it asked for, so a file of another layout (another bucket count,
-not a work file at all) is an error, never a silently missing item. Pure: no pyspark, no boto3.
+another version, not a work file at all) is an error, never a silently missing item. Pure: no
+pyspark, no boto3.
 """
 
 from __future__ import annotations
@@ -28,15 +34,21 @@ from typing import Callable, Iterable, Iterator
 from migrator.errors import MigratorError
 from migrator.items import Item
 
-MAGIC = b"MIGVAL01"
+MAGIC = b"MIGVAL02"  # 01 held each line as one JSON array `[key, item, expired]`
 HEADER_BYTES = 16  # MAGIC and B
 OFFSET = struct.Struct(">Q")
 ENTRY_BYTES = 2 * OFFSET.size  # bucket b's start and end
 # What a side's read yields for one item, beside its canonical key: (the item under the target's names,
 # whether the migration skips it as expired).
 Entry = tuple[Item, bool]
+# An entry as a work file gives it back: the item still its JSON text (`held_item` parses it).
+HeldEntry = tuple[bytes, bool]
 # Reads `length` bytes of a work file from `start`: the bytes, fewer when the file is shorter, None when it is missing.
 RangeReader = Callable[[str, int, int], "bytes | None"]
+# A line's middle field: whether the migration skips the item as expired.
+_LIVE, _EXPIRED = b"0", b"1"
+# Compact, and not ASCII-escaped: an item in as few bytes as JSON allows.
+_ITEM_TEXT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def bucket_of(key: str, buckets: int) -> int:
@@ -56,7 +68,7 @@ def encode(entries: Iterable[tuple[str, Entry]], buckets: int) -> tuple[int, lis
     lines: list[list[bytes]] = [[] for _ in range(buckets)]
     count = 0
     for key, (item, expired) in entries:
-        lines[bucket_of(key, buckets)].append(json.dumps([key, item, expired], ensure_ascii=False).encode("utf-8") + b"\n")
+        lines[bucket_of(key, buckets)].append(_line(key, item, expired))
         count += 1
     blobs = []
     for bucket_lines in lines:  # each bucket's lines let go once compressed
@@ -67,6 +79,20 @@ def encode(entries: Iterable[tuple[str, Entry]], buckets: int) -> tuple[int, lis
         offsets.append(offsets[-1] + len(blob))
     header = MAGIC + OFFSET.pack(buckets) + b"".join(OFFSET.pack(offset) for offset in offsets)
     return count, [header, *blobs]
+
+
+def _line(key: str, item: Item, expired: bool) -> bytes:
+    return b"\t".join((key.encode("utf-8"), _EXPIRED if expired else _LIVE, item_text(item))) + b"\n"
+
+
+def item_text(item: Item) -> bytes:
+    """The item as a work file holds it: the same item, the same bytes."""
+    return _ITEM_TEXT.encode(item).encode("utf-8")
+
+
+def held_item(text: bytes) -> Item:
+    """The item of a work file's line, as `encode` was given it."""
+    return json.loads(text)
 
 
 def read_bucket(read_range: RangeReader, name: str, where: str, bucket: int) -> bytes:
@@ -91,8 +117,8 @@ def read_bucket(read_range: RangeReader, name: str, where: str, bucket: int) -> 
     return data
 
 
-def decode(data: bytes, bucket: int, buckets: int, where: str) -> Iterator[tuple[str, Entry]]:
-    """The entries of one bucket's bytes, each checked to belong to that bucket."""
+def decode(data: bytes, bucket: int, buckets: int, where: str) -> Iterator[tuple[str, HeldEntry]]:
+    """The entries of one bucket's bytes, each checked to belong to that bucket; items left as text."""
     if not data:
         return
     try:
@@ -100,10 +126,14 @@ def decode(data: bytes, bucket: int, buckets: int, where: str) -> Iterator[tuple
     except (OSError, EOFError, zlib.error):
         raise _damaged(where, f"bucket {bucket}'s range is not gzip") from None
     for line in lines:
-        key, item, expired = json.loads(line)
+        fields = line.split(b"\t", 2)
+        if len(fields) != 3 or fields[1] not in (_LIVE, _EXPIRED):
+            raise _damaged(where, f"bucket {bucket} holds a line that is not `key TAB expired TAB item` (a work file "
+                                  "of another version)")  # fmt: skip
+        key = fields[0].decode("utf-8")
         if bucket_of(key, buckets) != bucket:
             raise _damaged(where, f"it holds a key of another bucket in bucket {bucket} (a file of another layout)")
-        yield key, (item, expired)
+        yield key, (fields[2], fields[1] == _EXPIRED)
 
 
 def _missing(where: str) -> MigratorError:

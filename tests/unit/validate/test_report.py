@@ -13,6 +13,7 @@ from migrator.errors import ReportUnwritable
 from migrator.snapshot.prune import canonical_key
 from migrator.validate.matching import KeyCheck, SideScan, check_keys
 from migrator.validate.report import Sample, Tally, ValidationSummary, check_report_path, write_report
+from migrator.validate.work_file import item_text
 
 REPORT_KEYS = {
     "sourceItems", "targetItems", "equal", "missing", "extra", "different", "skippedExpired", "samples", "repaired",
@@ -37,10 +38,10 @@ def check(failures_to_fetch: int = 100) -> KeyCheck:
 
 
 def pair(pk: str, source: dict | None, target: dict | None, expired: bool = False):
-    """One key of the full outer join as the executors see it."""
+    """One key of a bucket as a compare unit sees it: each side's item as its work file holds it."""
     key = canonical_key({"pk": {"S": pk}})
-    return key, (None if source is None else (dict(pk={"S": pk}, **source), expired),
-                 None if target is None else (dict(pk={"S": pk}, **target), False))  # fmt: skip
+    return key, (None if source is None else (item_text(dict(pk={"S": pk}, **source)), expired),
+                 None if target is None else (item_text(dict(pk={"S": pk}, **target)), False))  # fmt: skip
 
 
 def classify(pairs, failures_to_fetch: int = 100) -> Tally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import struct
 
@@ -9,7 +10,7 @@ import pytest
 
 from migrator.errors import MigratorError
 from migrator.snapshot.prune import canonical_key
-from migrator.validate.work_file import HEADER_BYTES, MAGIC, bucket_of, decode, encode, read_bucket
+from migrator.validate.work_file import HEADER_BYTES, MAGIC, bucket_of, decode, encode, held_item, read_bucket
 from testsupport.all_types import FIXTURE
 
 BUCKETS = 5
@@ -54,7 +55,7 @@ def test_the_index_gives_each_bucket_its_range_and_every_item_round_trips_exactl
         assert reads.calls[0] == (HEADER_BYTES + 8 * bucket, 16)
         assert reads.calls[1:] == ([(offsets[bucket], offsets[bucket + 1] - offsets[bucket])] if found else [])
         assert all(bucket_of(key, BUCKETS) == bucket for key, _ in found)
-        decoded.update(found)
+        decoded.update((key, (held_item(text), expired)) for key, (text, expired) in found)
     assert decoded == dict(entries())  # every type exactly, the expired marks too
 
 
@@ -91,3 +92,25 @@ def test_a_file_of_another_bucket_count_is_damaged_never_half_read():
 
     with pytest.raises(MigratorError, match="holds a key of another bucket"):
         list(decode(read_bucket(Reads(data), "u", "where", bucket), bucket, BUCKETS, "where"))
+
+
+def test_each_line_is_the_key_the_expired_mark_and_the_item_a_tab_apart():
+    key = canonical_key({"pk": {"S": "tab\there\nand a newline"}})
+    item = {"pk": {"S": "tab\there\nand a newline"}, "s": {"S": "東京 \t"}, "n": {"N": "1.50"}}
+    count, (_index, bucket) = encode(iter([(key, (item, True))]), 1)
+    assert count == 1
+
+    (line,) = gzip.decompress(bucket).splitlines()
+    assert line.split(b"\t") == [key.encode(), b"1", json.dumps(item, ensure_ascii=False, separators=(",", ":")).encode()]
+    ((decoded_key, (text, expired)),) = decode(bucket, 0, 1, "where")
+    assert (decoded_key, held_item(text), expired) == (key, item, True)
+
+
+def test_a_work_file_of_the_first_version_is_damaged_and_says_how_to_start_over():
+    """MIGVAL01 held each line as a JSON array: a validation resumed across the change starts over, told so."""
+    key = entries()[0][0]
+    old_bucket = gzip.compress(json.dumps([key, ITEMS[0], False], ensure_ascii=False).encode() + b"\n")
+
+    with pytest.raises(MigratorError, match=r"damaged \(bucket 0 holds a line that is not `key TAB expired TAB item` "
+                                            r"\(a work file of another version\)\): delete the validation's savepoint"):
+        list(decode(old_bucket, 0, 1, "where"))
