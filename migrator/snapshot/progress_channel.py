@@ -85,7 +85,8 @@ class RunningUnits:
 
 class _ReportServer(socketserver.ThreadingTCPServer):
     daemon_threads = True  # a connection's thread ends with its task; none holds the driver at exit
-    allow_reuse_address = True  # a pinned port in TIME_WAIT from the last run; one another process listens on still fails
+    # A pinned port left in TIME_WAIT by the last run is reused; one another process listens on still fails.
+    allow_reuse_address = True
 
     def __init__(self, bind_host: str, port: int, token: str):
         super().__init__((bind_host, port), _ReportHandler)
