@@ -3,7 +3,9 @@
     MigratorError                    (retryable: False unless a leaf says otherwise)
     ├── ConfigError                  a key of the YAML is wrong; names the key path
     ├── StartupFailed                the job could not start (an OSError, Spark's launch); nothing was written
-    │   └── MetricsPortUnavailable   metricsPort is taken (or not ours to open)
+    │   └── PortUnavailable          a port the config names is taken (or not ours to open)
+    │       ├── MetricsPortUnavailable   metricsPort
+    │       └── ProgressPortUnavailable  progressPort
     ├── UnsupportedFeature           a valid config this version cannot run yet
     ├── AwsError                     an AWS call failed (translated in migrator.aws only)
     │   ├── EndpointUnreachable      retryable: the endpoint did not answer
@@ -94,25 +96,41 @@ def describe_os_error(exc: OSError) -> str:
     return f"{reason} ({exc.filename})" if exc.filename else reason
 
 
-class MetricsPortUnavailable(StartupFailed):
-    """metricsPort cannot be listened on: another process holds it, or this user may not open it."""
+class PortUnavailable(StartupFailed):
+    """A port the config names cannot be listened on: another process holds it, or this user may not open it."""
 
-    def __init__(self, port: int, exc: OSError, host: str = "0.0.0.0"):
+    def __init__(self, key: str, port: int, exc: OSError, on: str, ways_out: str):
         self.port = port
-        on = "" if host == "0.0.0.0" else f" on metricsHost {host}"
         if isinstance(exc, OSError) and exc.errno == errno.EADDRINUSE:
             cause = "another process (a second migrator, or any other server) listens on it"
-            doing = f"metricsPort {port}{on} is already in use"
+            doing = f"{key} {port}{on} is already in use"
         else:
             cause = describe_os_error(exc)
-            doing = f"metricsPort {port}{on} cannot be opened"
+            doing = f"{key} {port}{on} cannot be opened"
+        super().__init__(doing, cause, f"Ways out: {ways_out}")
+
+
+class MetricsPortUnavailable(PortUnavailable):
+    """metricsPort cannot be listened on."""
+
+    def __init__(self, port: int, exc: OSError, host: str = "0.0.0.0"):
         super().__init__(
-            doing,
-            cause,
-            f"Ways out: set metricsPort to a free port; stop what listens on {port} (ss -ltnp 'sport = :{port}' "
-            "names it); set metricsHost to an address of this machine; or remove metricsPort to run without "
-            "the Prometheus endpoint",
-        )
+            "metricsPort", port, exc, "" if host == "0.0.0.0" else f" on metricsHost {host}",
+            f"set metricsPort to a free port; stop what listens on {port} (ss -ltnp 'sport = :{port}' names it); "
+            "set metricsHost to an address of this machine; or remove metricsPort to run without the "
+            "Prometheus endpoint",
+        )  # fmt: skip
+
+
+class ProgressPortUnavailable(PortUnavailable):
+    """progressPort, where running tasks report their counts, cannot be listened on."""
+
+    def __init__(self, port: int, exc: OSError, host: str):
+        super().__init__(
+            "progressPort", port, exc, f" on {host} (spark.driver.bindAddress)",
+            f"set progressPort to a free port the executors may reach; stop what listens on {port} "
+            f"(ss -ltnp 'sport = :{port}' names it); or remove progressPort to listen on an ephemeral port",
+        )  # fmt: skip
 
 
 class UnsupportedFeature(MigratorError):

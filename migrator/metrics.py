@@ -40,33 +40,35 @@ def endpoint(port: int | None, host: str = "0.0.0.0") -> CollectorRegistry:
 
 
 class SnapshotMetrics:
-    """Counters and gauges of the table copy, updated every few seconds while segments run.
+    """Counters and gauges of the snapshot (a table copy, an S3 export imported or written), updated every
+    few seconds while its units run.
 
-    Prometheus keeps the `_total` suffix for counters, so the planned segments are
-    `migrator_snapshot_segments_planned` rather than `..._segments_total`.
+    The units are named for what they are: `migrator_snapshot_segments_*` for scan segments,
+    `migrator_snapshot_files_*` for an export's data files imported. Prometheus keeps the
+    `_total` suffix for counters, so the planned units are `..._planned` rather than `..._total`.
     """
 
-    def __init__(self, registry: CollectorRegistry):
+    def __init__(self, registry: CollectorRegistry, unit: str = "segments"):
         self.items = Counter(
-            "migrator_snapshot_items", "Items written to the target by this run, running segments included",
+            "migrator_snapshot_items", "Items copied by this run (to the target table or export), running units included",
             registry=registry,
         )  # fmt: skip
         self.bytes = Counter(
-            "migrator_snapshot_bytes", "Size of the items written by this run, as DynamoDB counts item sizes",
+            "migrator_snapshot_bytes", "Size of the items copied by this run, as DynamoDB counts item sizes",
             registry=registry,
         )  # fmt: skip
-        self.segments_done = Gauge(
-            "migrator_snapshot_segments_done", "Segments copied, by this run or an earlier one, or skipped on request",
+        self.units_done = Gauge(
+            f"migrator_snapshot_{unit}_done", f"{unit.capitalize()} copied, by this run or an earlier one, or skipped on request",
             registry=registry,
         )  # fmt: skip
-        self.segments_planned = Gauge("migrator_snapshot_segments_planned", "Segments of the copy", registry=registry)
+        self.units_planned = Gauge(f"migrator_snapshot_{unit}_planned", f"{unit.capitalize()} of the copy", registry=registry)
 
-    def observe(self, *, new_items: int, new_bytes: int, segments_done: int, segments_planned: int) -> None:
-        """Items and bytes copied since the last call, and the segments now."""
+    def observe(self, *, new_items: int, new_bytes: int, units_done: int, units_planned: int) -> None:
+        """Items and bytes copied since the last call, and the units now."""
         self.items.inc(new_items)
         self.bytes.inc(new_bytes)
-        self.segments_done.set(segments_done)
-        self.segments_planned.set(segments_planned)
+        self.units_done.set(units_done)
+        self.units_planned.set(units_planned)
 
 
 class ReplicationMetrics:

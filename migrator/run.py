@@ -24,6 +24,8 @@ from migrator.replicate.kinesis_start import open_kinesis
 from migrator.replicate.query import ReplicationSummary, replicate
 from migrator.snapshot import delta_copy, delta_import, export_import, export_write, prune, savepoint_folders
 from migrator.snapshot.progress import ImportSummary, SnapshotSummary
+from migrator.snapshot.progress_channel import progress_channel
+from migrator.snapshot.runner import driver_addresses
 from migrator.snapshot.savepoints import ResumePoint, SavepointStore, TargetTable, resume_point
 from migrator.snapshot.export_import import ImportPreflight
 from migrator.snapshot.table_copy import TableCopyPreflight, copy_table, plan_copy, preflight
@@ -60,7 +62,8 @@ def migrate(
 
     `should_stop` ends replication without Ctrl+C (notebooks and tests). `result`, when given,
     is filled in as phases finish, so a caller still has them when a later phase fails.
-    `progress_bar`: show a table copy's progress as a bar when the output reaches a terminal.
+    `progress_bar`: show the snapshot's progress (a table copy, an export imported or written) as a bar
+    when the output reaches a terminal.
     """
     loaded = with_the_drivers_region(loaded)  # executors call the region the checks called
     config = loaded.config
@@ -70,9 +73,9 @@ def migrate(
         result.snapshot = (_import_into_delta if config.imports_export else _write_delta)(loaded, spark_factory, result)
         return result
     if config.imports_export:
-        return _import_export(loaded, spark_factory, should_stop, result)
+        return _import_export(loaded, spark_factory, should_stop, result, progress_bar)
     if config.writes_export:
-        result.snapshot = _write_export(config, spark_factory, result)
+        result.snapshot = _write_export(config, spark_factory, result, progress_bar)
         return result
     checks = preflight(config)
     source_side = savepoint_folders.table_side(config.source, "source", checks.source)
@@ -89,46 +92,49 @@ def migrate(
     metrics = ReplicationMetrics(config.ready_lag, registry=registry) if streaming else None
     snapshot_metrics = SnapshotMetrics(registry)
     spark = spark_factory()
-    saved = Checkpoint(spark, checkpoint.location(config)) if streaming else None
-    reinitializations = 0
-    stream = None
-    if saved is not None:
-        try:
-            # The stream is opened, and the replay start recorded, before the snapshot starts, so
-            # no write made during it is missed, even by a rerun.
-            replay_start.check_copies_have_a_start(config, saved, start.copied, store.path)
-            stream = _stream(config, checks, saved)
-            _check_age(saved, stream)
-        except CheckpointError as exc:  # before the target is created: an error leaves nothing written
-            stream, start = _reinitialize(config, exc, saved, store, checks)
-            reinitializations += 1
-            metrics.reinitializations.inc()
-    target = checks.target or _create_target(config, checks)
-    while True:
-        if not (streaming and config.target.skip_initial_snapshot_transfer):
-            result.phase = "snapshot"
-            plan = plan_copy(config, checks.source, target, start.total_segments, spark.sparkContext.defaultParallelism)
-            result.snapshot = copy_table(
-                spark, config, plan, checks, store, start, target, metrics=snapshot_metrics, progress_bar=progress_bar
-            )
-            # After a restart's re-copy: what the source deleted meanwhile goes from the target too.
-            result.snapshot.deleted_from_target = prune.delete_what_the_source_no_longer_has(
-                spark, config, checks.source, plan, store
-            )
-            if streaming:  # the run goes on: show the snapshot's summary now
-                log.info("\n%s", result.snapshot.render())
-        if stream is None:
-            return result
-        try:
-            replay_start.check_before_replication(saved, stream)  # the snapshot may have outlasted the stream
-            result.phase = "replication"
-            result.replication = replicate(spark, config, stream, saved.where, should_stop, metrics)
-            result.replication.reinitializations = reinitializations
-            return result
-        except CheckpointError as exc:
-            stream, start = _reinitialize(config, exc, saved, store, checks)
-            reinitializations += 1
-            metrics.reinitializations.inc()
+    # Listening before anything is written: a pinned progressPort that is taken stops the run here.
+    with progress_channel(*driver_addresses(spark), config.progress_port) as channel:
+        saved = Checkpoint(spark, checkpoint.location(config)) if streaming else None
+        reinitializations = 0
+        stream = None
+        if saved is not None:
+            try:
+                # The stream is opened, and the replay start recorded, before the snapshot starts, so
+                # no write made during it is missed, even by a rerun.
+                replay_start.check_copies_have_a_start(config, saved, start.copied, store.path)
+                stream = _stream(config, checks, saved)
+                _check_age(saved, stream)
+            except CheckpointError as exc:  # before the target is created: an error leaves nothing written
+                stream, start = _reinitialize(config, exc, saved, store, checks)
+                reinitializations += 1
+                metrics.reinitializations.inc()
+        target = checks.target or _create_target(config, checks)
+        while True:
+            if not (streaming and config.target.skip_initial_snapshot_transfer):
+                result.phase = "snapshot"
+                plan = plan_copy(config, checks.source, target, start.total_segments, spark.sparkContext.defaultParallelism)
+                result.snapshot = copy_table(
+                    spark, config, plan, checks, store, start, target, channel, metrics=snapshot_metrics,
+                    progress_bar=progress_bar,
+                )
+                # After a restart's re-copy: what the source deleted meanwhile goes from the target too.
+                result.snapshot.deleted_from_target = prune.delete_what_the_source_no_longer_has(
+                    spark, config, checks.source, plan, store
+                )
+                if streaming:  # the run goes on: show the snapshot's summary now
+                    log.info("\n%s", result.snapshot.render())
+            if stream is None:
+                return result
+            try:
+                replay_start.check_before_replication(saved, stream)  # the snapshot may have outlasted the stream
+                result.phase = "replication"
+                result.replication = replicate(spark, config, stream, saved.where, should_stop, metrics)
+                result.replication.reinitializations = reinitializations
+                return result
+            except CheckpointError as exc:
+                stream, start = _reinitialize(config, exc, saved, store, checks)
+                reinitializations += 1
+                metrics.reinitializations.inc()
 
 
 def _import_export(
@@ -136,6 +142,7 @@ def _import_export(
     spark_factory: SparkFactory,
     should_stop: Callable[[ReplicationSummary], bool] | None,
     result: MigrationResult,
+    progress_bar: bool = False,
 ) -> MigrationResult:
     """An S3 export into the target, in the same order as a table copy: every check first.
 
@@ -156,18 +163,24 @@ def _import_export(
     if chained:
         checkpoint.check_writable(checkpoint.location(config))
         live = chaining.find_live_stream(config, checks.source)
-    metrics = ReplicationMetrics(config.ready_lag, config.metrics_port, config.metrics_host) if chained else None  # binds metricsPort
+    registry = endpoint(config.metrics_port, config.metrics_host)  # binds metricsPort: the import's and the replication's
+    metrics = ReplicationMetrics(config.ready_lag, registry=registry) if chained else None
+    import_metrics = SnapshotMetrics(registry, unit="files")
     spark = spark_factory()
-    saved = Checkpoint(spark, checkpoint.location(config)) if chained else None
-    if saved is not None:
-        chaining.check_resumable(config, live, checks.source, saved, done)  # the last check
-        if config.kinesis is not None:
-            stream = chaining.open_kinesis_stream(config, live, checks.source.summary, saved)
-        else:
-            stream = chaining.open_stream(config, live)
-    target = checks.target or _create_target(config, checks)
-    result.phase = "snapshot"
-    result.snapshot = export_import.import_export(spark, config, checks, target, store, done)
+    # Listening before anything is written: a pinned progressPort that is taken stops the run here.
+    with progress_channel(*driver_addresses(spark), config.progress_port) as channel:
+        saved = Checkpoint(spark, checkpoint.location(config)) if chained else None
+        if saved is not None:
+            chaining.check_resumable(config, live, checks.source, saved, done)  # the last check
+            if config.kinesis is not None:
+                stream = chaining.open_kinesis_stream(config, live, checks.source.summary, saved)
+            else:
+                stream = chaining.open_stream(config, live)
+        target = checks.target or _create_target(config, checks)
+        result.phase = "snapshot"
+        result.snapshot = export_import.import_export(
+            spark, config, checks, target, store, done, channel, metrics=import_metrics, progress_bar=progress_bar
+        )
     if saved is None:
         return result
     log.info("\n%s", result.snapshot.render())  # the run goes on: show the import's summary now
@@ -202,16 +215,19 @@ def imported_so_far(config: MigratorConfig, checks: export_import.ImportPrefligh
 
 
 def _write_export(
-    config: MigratorConfig, spark_factory: SparkFactory, result: MigrationResult
+    config: MigratorConfig, spark_factory: SparkFactory, result: MigrationResult, progress_bar: bool = False
 ) -> export_write.ExportWriteSummary:
     """The source table into a new S3 export under target.path: every check first, then a data file per segment.
 
     streamChanges with this target is refused when the config loads, so this phase is the whole run.
     """
     checks = export_write.preflight(config)
+    metrics = SnapshotMetrics(endpoint(config.metrics_port, config.metrics_host))  # binds metricsPort
     spark = spark_factory()
-    result.phase = "snapshot"
-    return export_write.write_export(spark, config, checks)
+    # Listening before anything is written: a pinned progressPort that is taken stops the run here.
+    with progress_channel(*driver_addresses(spark), config.progress_port) as channel:
+        result.phase = "snapshot"
+        return export_write.write_export(spark, config, checks, channel, metrics=metrics, progress_bar=progress_bar)
 
 
 def _write_delta(loaded: LoadedConfig, spark_factory: SparkFactory, result: MigrationResult) -> delta_copy.DeltaSummary:

@@ -6,7 +6,7 @@ from typing import Any
 
 import boto3
 
-from testsupport.sample_data import seed
+from testsupport.sample_data import create_sample_table, make_items, seed
 
 
 TEST_REGION = "us-east-1"
@@ -78,3 +78,18 @@ def list_tables(client) -> list[str]:
 
 def put_items(client, table: str, items) -> int:
     return seed(client, table, items)
+
+
+# One segment of several Scan pages, read slowly enough to watch: 80 items of about 50 KB, so a
+# Scan page (1 MB) holds about 20 of them, read at 40 RCU/s, so each page waits about 3 s for the
+# one before: the segment takes about 10 s.
+SLOW_SEGMENT_ITEMS, SLOW_SEGMENT_PAYLOAD_BYTES = 80, 50_000
+
+
+def slow_segment_source(client, endpoint_url: str, table: str) -> dict[str, Any]:
+    """Create and fill `table` as one slow segment; a source block reading it at that pace."""
+    create_sample_table(client, table)
+    put_items(client, table, make_items(SLOW_SEGMENT_ITEMS, payload_bytes=SLOW_SEGMENT_PAYLOAD_BYTES))
+    return side(
+        endpoint_url, table, scanSegments=1, readThroughput=80, throughputReadPercent=0.5, removeConsumedCapacity=True
+    )

@@ -4,13 +4,14 @@ under spark-submit, and reading what such a process prints and its metrics endpo
 from __future__ import annotations
 
 import os
+import pty
 import subprocess
 import sys
 import threading
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 
@@ -118,6 +119,27 @@ def spark_submit_command(
     return command + [str(REPO / "jobs" / job), "--config", str(config), *args]
 
 
+def run_on_a_terminal(config: Path, *args: str) -> str:
+    """spark-submit with a pseudo-terminal for stdin, stdout and stderr, as a user at a shell; all it printed."""
+    controller, terminal = pty.openpty()
+    job = subprocess.Popen(
+        spark_submit_command(config, args=args), cwd=REPO, env=job_env(), stdin=terminal, stdout=terminal, stderr=terminal
+    )
+    os.close(terminal)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(controller, 65536)
+        except OSError:  # EIO: every holder of the terminal has closed it
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(controller)
+    assert job.wait(timeout=60) == 0, b"".join(chunks).decode(errors="replace")
+    return b"".join(chunks).decode(errors="replace")
+
+
 def wait_for_output(job: subprocess.Popen, text: str, lines: list[str], timeout: float = 180) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -141,6 +163,24 @@ def scrape(port: int) -> dict[str, float]:
             name, _, value = line.rpartition(" ")
             samples[name] = float(value)
     return samples
+
+
+def scrape_until(
+    job: subprocess.Popen, port: int, lines: list[str], wanted: Callable[[dict[str, float]], bool], timeout: float = 120
+) -> dict[str, float]:
+    """The first scrape of the running job's endpoint that is `wanted`; fails once the job ends or time is up.
+
+    `lines` (filled by `drain`) end the failure's message."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and job.poll() is None:
+        try:
+            metrics = scrape(port)
+        except OSError:  # the endpoint is bound once the checks pass: not yet
+            metrics = {}
+        if metrics and wanted(metrics):
+            return metrics
+        time.sleep(0.2)
+    raise AssertionError("the endpoint never served what the test waits for:\n" + "".join(lines[-40:]))
 
 
 def drain(job: subprocess.Popen, lines: list[str]) -> threading.Thread:

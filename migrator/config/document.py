@@ -96,6 +96,9 @@ class MigratorConfig(ConfigModel):
     # Replication: Prometheus endpoint on the driver, and the lag below which it reports ready.
     metrics_port: int | None = Field(default=None, ge=1, le=65535)
     metrics_host: str = Field(default="0.0.0.0", min_length=1)  # the address to bind: 127.0.0.1 keeps it local
+    # The driver port running tasks report their counts to (`snapshot.progress_channel`); None:
+    # an ephemeral one, which a firewall that opens only chosen ports to the driver would block.
+    progress_port: int | None = Field(default=None, ge=1, le=65535)
     ready_lag: float = Field(default=2.0, gt=0)
 
     @field_validator("renames")

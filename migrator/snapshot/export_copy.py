@@ -32,6 +32,7 @@ from migrator.export.manifest import DataFile
 from migrator.items import rename_attributes
 from migrator.ratelimit import CapacityLimiter
 from migrator.snapshot.outcomes import ChangesOutcome, FileOutcome
+from migrator.snapshot.progress_channel import ProgressAddress, RunningCounts, reporting
 from migrator.source.s3export import download
 from migrator.target.pipeline import PipelinedWriter, put_or_delete
 from migrator.target.writer import WriteCounters
@@ -66,6 +67,7 @@ class FileTask:
     number: int  # 1-based, in manifest order: "file 3 of 12"
     total_files: int
     writes: TargetWrites | None = None  # None when the file is only read (the validator)
+    progress: ProgressAddress | None = None  # where an import's task reports its running counts to the driver
 
     @property
     def file_key(self) -> str:
@@ -80,14 +82,17 @@ def import_file(task: FileTask) -> FileOutcome:
     renames = dict(task.writes.renames)
     with errors_returned(f"importing {task.file_key}", file_failed(task), keep=names_its_file) as caught:
         with local_copy(task) as copy, _writer(task.writes) as writer:
-            for item in read_items(task.data_file, copy, task.output_format):
-                writer.put(rename_attributes(item, renames, task.writes.key_names))
-                items += 1
-            counters = writer.close()
+            with reporting(task.progress, task.number, lambda: RunningCounts(*writer.written_so_far())):
+                for item in read_items(task.data_file, copy, task.output_format):
+                    writer.put(rename_attributes(item, renames, task.writes.key_names))
+                    items += 1
+                counters = writer.close()
     return FileOutcome(
         file_key=task.file_key,
+        number=task.number,
         items=items,
         written=counters.items,
+        item_bytes=counters.item_bytes,
         retries=counters.retries,
         unprocessed_retries=counters.unprocessed_retries,
         seconds=time.monotonic() - started,
@@ -108,7 +113,9 @@ def read_changes(task: FileTask) -> Iterator[tuple[tuple[str, str], IncrementalR
             for record in read_incremental_records(task.data_file, copy, task.output_format):
                 count += 1
                 yield (RECORD, record.key), record
-    outcome = FileOutcome(file_key=task.file_key, items=count, seconds=time.monotonic() - started, error=caught.error)
+    outcome = FileOutcome(
+        file_key=task.file_key, number=task.number, items=count, seconds=time.monotonic() - started, error=caught.error
+    )
     yield (FILE, task.file_key), outcome
 
 

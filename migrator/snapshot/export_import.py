@@ -47,8 +47,11 @@ from migrator.snapshot.export_copy import (
 )
 from migrator.snapshot.outcomes import FileOutcome
 from migrator.snapshot.preflight import Preflight
-from migrator.snapshot.progress import ImportReporter, ImportSummary
+from migrator.metrics import SnapshotMetrics
 from migrator.plan import planned_units
+from migrator.snapshot.progress import ImportSummary, ProgressReporter, ProgressScale
+from migrator.snapshot.progress_bar import watched_on_a_terminal
+from migrator.snapshot.progress_channel import ProgressAddress, ProgressChannel
 from migrator.snapshot.savepoints import ImportProgress, SavepointStore, UnitLedger, TargetTable
 from migrator.snapshot.runner import UnitJobs, failed_job_cause, run_action, run_units
 from migrator.source.s3export import ExportManifests, check_files_present, read_manifests
@@ -111,8 +114,16 @@ def import_export(
     target: TableInfo,
     store: SavepointStore,
     done: frozenset[str],
+    channel: ProgressChannel,
+    *,
+    metrics: SnapshotMetrics | None = None,
+    progress_bar: bool = False,
 ) -> ImportSummary:
-    """Import every data file not in `done`; the savepoint records files as they are imported."""
+    """Import every data file not in `done`; the savepoint records files as they are imported.
+
+    A full export's running files report through `channel`; with `progress_bar`, progress is a bar
+    when the output reaches a terminal, else lines in the log.
+    """
     source: S3ExportSource = config.source
     manifests = checks.source
     pending = [(n, f) for n, f in enumerate(manifests.files, start=1) if f.data_file_s3_key not in done]
@@ -132,19 +143,27 @@ def import_export(
     recorded_target = TargetTable.of(target.description)  # a recreated target is told apart on a rerun
     ledger = UnitLedger(store, ImportProgress(source.table, config.target.table, done, recorded_target))
     ledger.start()
-    tasks = [file_task(config, checks, data_file, number, plan) for number, data_file in pending]
+    tasks = [file_task(config, checks, data_file, number, plan, channel.address) for number, data_file in pending]
     if tasks and manifests.summary.is_incremental:
         _apply_incremental(spark, tasks, plan, summary, ledger)
     elif tasks:
-        reporter = ImportReporter(summary, sum(task.data_file.item_count for task in tasks))
+        reporter = ProgressReporter(summary, import_scale(manifests, done), running=channel.counting(), metrics=metrics)
 
         def on_imported(outcome: FileOutcome) -> None:
             ledger.record(outcome.file_key)
             reporter.record(outcome)
 
-        run_units(spark, tasks, plan.concurrency, on_imported, FILE_JOBS)
+        with reporter.watching(progress_bar and watched_on_a_terminal(spark)):
+            run_units(spark, tasks, plan.concurrency, on_imported, FILE_JOBS)
     summary.finished = time.monotonic()
     return summary
+
+
+def import_scale(manifests: ExportManifests, done: frozenset[str]) -> ProgressScale:
+    """An import's progress against the export's items; the files done before this run hold what their
+    manifest lines say, so a resumed import's ETA counts only the files left."""
+    before = sum(f.item_count for f in manifests.files if f.data_file_s3_key in done)
+    return ProgressScale("import", "files", manifests.summary.item_count, before)
 
 
 def plan_files(config: MigratorConfig, files: int, target: TableInfo, parallelism: int) -> ImportPlan:
@@ -209,8 +228,9 @@ def raise_first_failure(tasks: list[FileTask], outcomes: list[FileOutcome]) -> N
 
 
 def file_task(
-    config: MigratorConfig, checks: ImportPreflight, data_file: DataFile, number: int, plan: ImportPlan
-) -> FileTask:
+    config: MigratorConfig, checks: ImportPreflight, data_file: DataFile, number: int, plan: ImportPlan,
+    progress: ProgressAddress | None = None,
+) -> FileTask:  # fmt: skip
     source: S3ExportSource = config.source
     manifests = checks.source
     return FileTask(
@@ -229,6 +249,7 @@ def file_task(
             batch_size=config.target.batch_size,
             reports_capacity=not config.target.strips_consumed_capacity,
         ),
+        progress=progress,
     )
 
 
@@ -238,8 +259,9 @@ def _describe_file(task: FileTask) -> str:
 
 def _file_job_failed(task: FileTask, cause: str) -> FileOutcome:
     return FileOutcome(
-        file_key=task.file_key, error=ImportFileFailed(task.file_key, task.number, task.total_files, cause, True)
-    )
+        file_key=task.file_key, number=task.number,
+        error=ImportFileFailed(task.file_key, task.number, task.total_files, cause, True),
+    )  # fmt: skip
 
 
 FILE_JOBS = UnitJobs(import_file, _describe_file, _file_job_failed, unit="file")

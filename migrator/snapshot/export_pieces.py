@@ -24,6 +24,7 @@ from pyspark.sql import SparkSession
 from migrator.errors import SegmentExportFailed
 from migrator.export.output import data_file_name
 from migrator.snapshot.outcomes import SegmentFileOutcome
+from migrator.snapshot.progress_channel import RunningCounts
 from migrator.snapshot.segment_export import SegmentFileTask
 from migrator.snapshot.runner import UnitJobs, run_job
 from migrator.target.hadoop_folder import HadoopFolder
@@ -50,7 +51,7 @@ class SegmentPieces:
         start_key = None
         while not stop.is_set():
             piece = replace(task, data_file=_piece_file(task, len(pieces)), start_key=start_key,
-                            max_file_bytes=PIECE_BYTES)  # fmt: skip
+                            max_file_bytes=PIECE_BYTES, counted_before=_counted(pieces))  # fmt: skip
             spark.sparkContext.setJobDescription(f"{jobs.describe(task)}, file {len(pieces) + 1}")
             outcome = run_job(spark, piece, jobs)
             if outcome.ok:
@@ -81,6 +82,11 @@ class SegmentPieces:
 def _piece_file(task: SegmentFileTask, piece: int) -> str:
     """The piece's data file, beside the segment's first (task.data_file names the export's folder)."""
     return task.data_file.removesuffix(data_file_name(task.segment)) + data_file_name(task.segment, piece)
+
+
+def _counted(pieces: list[SegmentFileOutcome]) -> RunningCounts:
+    """What the segment's pieces so far hold: where the next piece's running counts start."""
+    return RunningCounts(sum(p.written for p in pieces), sum(p.item_bytes for p in pieces))
 
 
 def _whole_segment(segment: int, pieces: list[SegmentFileOutcome]) -> SegmentFileOutcome:

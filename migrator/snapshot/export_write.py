@@ -31,6 +31,7 @@ from pyspark.sql import SparkSession
 
 from migrator.config import MigratorConfig
 from migrator.errors import ExportPathError, ExportUnfinished, MigratorError, SegmentExportFailed
+from migrator.metrics import SnapshotMetrics
 from migrator.export.manifest import FILES_MANIFEST_NAME, SUMMARY_FILE_NAME
 from migrator.export.output import (
     STARTED_FILE_NAME,
@@ -45,7 +46,9 @@ from migrator.export.output import (
 from migrator.snapshot.export_pieces import SegmentPieces
 from migrator.plan import SnapshotPlan, plan_snapshot, planned_units
 from migrator.snapshot.preflight import Preflight, describe_live_source
-from migrator.snapshot.progress import ProgressReporter, SnapshotSummary
+from migrator.snapshot.progress import ProgressReporter, SnapshotSummary, scan_scale
+from migrator.snapshot.progress_bar import watched_on_a_terminal
+from migrator.snapshot.progress_channel import ProgressAddress, ProgressChannel
 from migrator.snapshot.outcomes import SegmentFileOutcome
 from migrator.snapshot.segment_export import SegmentFileTask, export_segment
 from migrator.snapshot.segment_read import read_settings
@@ -96,8 +99,15 @@ def preflight(config: MigratorConfig) -> ExportWritePreflight:
     return Preflight(source, folder, creation, ttl, source.key_names)
 
 
-def write_export(spark: SparkSession, config: MigratorConfig, checks: ExportWritePreflight) -> ExportWriteSummary:
-    """Write `_started`, a data file per scan segment, then the manifests; the summary goes last."""
+def write_export(
+    spark: SparkSession, config: MigratorConfig, checks: ExportWritePreflight, channel: ProgressChannel, *,
+    metrics: SnapshotMetrics | None = None, progress_bar: bool = False,
+) -> ExportWriteSummary:  # fmt: skip
+    """Write `_started`, a data file per scan segment, then the manifests; the summary goes last.
+
+    Running segments report through `channel`; with `progress_bar`, progress is a bar when the
+    output reaches a terminal, else lines in the log.
+    """
     started_at = datetime.now(timezone.utc)
     folder = checks.target
     write_file, segment_jobs = _writers(spark, folder)
@@ -110,17 +120,18 @@ def write_export(spark: SparkSession, config: MigratorConfig, checks: ExportWrit
     )  # fmt: skip
     _write_started(folder, write_file, export_dir)
     summary = ExportWriteSummary(config.source.table, folder.where(export_dir), plan.total_segments)
-    reporter = ProgressReporter(summary, checks.source.item_count)
+    scale = scan_scale("export", summary, checks.source.item_count)
+    reporter = ProgressReporter(summary, scale, running=channel.counting(), metrics=metrics)
     outcomes: dict[int, SegmentFileOutcome] = {}
 
     def on_written(outcome: SegmentFileOutcome) -> None:
         outcomes[outcome.segment] = outcome
         reporter.record(outcome)
 
-    tasks = [_task(config, checks, plan.total_segments, plan.read_units_per_task, export_dir, segment)
-             for segment in range(plan.total_segments)]  # fmt: skip
+    tasks = [_task(config, checks, plan, export_dir, segment, channel.address) for segment in range(plan.total_segments)]
     try:
-        run_units(spark, tasks, plan.concurrency, on_written, segment_jobs)
+        with reporter.watching(progress_bar and watched_on_a_terminal(spark)):
+            run_units(spark, tasks, plan.concurrency, on_written, segment_jobs)
         written = [outcomes[segment] for segment in range(plan.total_segments)]
         _check_local_files(folder, export_dir, written)
         _write_manifests(config, checks, write_file, export_dir, written, started_at)
@@ -201,13 +212,15 @@ def _write_started(folder: ExportFolder, write_file: Callable[[str, bytes], str]
 
 
 def _task(
-    config: MigratorConfig, checks: ExportWritePreflight, total: int, read_units: float, export_dir: str, segment: int
-) -> SegmentFileTask:
+    config: MigratorConfig, checks: ExportWritePreflight, plan: SnapshotPlan, export_dir: str, segment: int,
+    progress: ProgressAddress | None,
+) -> SegmentFileTask:  # fmt: skip
     return SegmentFileTask(
         **read_settings(config, checks),
         segment=segment,
-        total_segments=total,
-        read_units_per_second=read_units,
+        progress=progress,
+        total_segments=plan.total_segments,
+        read_units_per_second=plan.read_units_per_task,
         folder=checks.target,
         data_file=export_dir + data_file_name(segment),
     )

@@ -22,6 +22,7 @@ class UnitOutcome:
     """
 
     written: int = 0
+    item_bytes: int = 0  # of the items written, as DynamoDB sizes items (an export's billedSizeBytes)
     retries: int = 0
     unprocessed_retries: int = 0
     seconds: float = 0.0
@@ -31,6 +32,11 @@ class UnitOutcome:
     def ok(self) -> bool:
         return self.error is None
 
+    @property
+    def unit(self) -> int:
+        """The unit's number, as its task reports running counts under (`progress_channel`)."""
+        raise NotImplementedError
+
 
 @dataclass(frozen=True)
 class SegmentOutcome(UnitOutcome):
@@ -39,7 +45,10 @@ class SegmentOutcome(UnitOutcome):
     segment: int
     scanned: int = 0
     skipped_expired: int = 0
-    item_bytes: int = 0  # the items' size as DynamoDB counts it (an export's billedSizeBytes)
+
+    @property
+    def unit(self) -> int:
+        return self.segment
 
 
 @dataclass(frozen=True)
@@ -75,6 +84,11 @@ class FileOutcome(UnitOutcome):
 
     file_key: str
     items: int = 0  # lines read
+    number: int = 0  # 1-based, in manifest order, as the file's task reports running counts
+
+    @property
+    def unit(self) -> int:
+        return self.number
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
-"""Progress of the table copy on the driver: a line (or a terminal bar) every few seconds, and the final summary.
+"""Progress of the snapshot on the driver: a line (or a terminal bar) every few seconds, and the final summary.
 
-`SnapshotSummary` and `ProgressReporter` count scan segments (a table copy, or a table written as an
-export), with what running segments report (`progress_channel`); `ImportSummary` and `ImportReporter`
-count an S3 export's data files as they are imported.
+`SnapshotSummary` counts scan segments (a table copy, or a table written as an export),
+`ImportSummary` an S3 export's data files imported. One `ProgressReporter` watches either, with
+what running units report (`progress_channel`), measured against a `ProgressScale`.
 """
 
 from __future__ import annotations
@@ -12,16 +12,49 @@ import threading
 import time
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Iterator, Protocol
 
 from migrator.metrics import SnapshotMetrics
-from migrator.snapshot.outcomes import ChangesOutcome, FileOutcome, SegmentOutcome
-from migrator.snapshot.progress_bar import SnapshotBar, snapshot_bar
+from migrator.snapshot.outcomes import ChangesOutcome, FileOutcome, SegmentOutcome, UnitOutcome
+from migrator.snapshot.progress_bar import ProgressBar, progress_bar
 from migrator.snapshot.progress_channel import RunningCounts, RunningUnits
 
 log = logging.getLogger(__name__)
 
-TICK_SECONDS = 1.0  # how often the running segments' counts are read; lines go out every interval_seconds
+TICK_SECONDS = 1.0  # how often the running units' counts are read; lines go out every interval_seconds
+
+
+class UnitTotals(Protocol):
+    """What a `ProgressReporter` reads of a run's summary, whatever its units are (segments, data files)."""
+
+    item_bytes: int
+
+    @property
+    def units_total(self) -> int: ...
+
+    @property
+    def units_done(self) -> int: ...  # by this run or an earlier one, or skipped on request
+
+    @property
+    def units_this_run(self) -> int: ...
+
+    @property
+    def written(self) -> int: ...
+
+    @property
+    def seconds(self) -> float: ...
+
+    def add(self, outcome: UnitOutcome) -> None: ...
+
+
+@dataclass(frozen=True)
+class ProgressScale:
+    """What a run's progress is measured against, and what its lines and bar call it."""
+
+    name: str  # "snapshot", "import", "export": starts each line and labels the bar
+    unit: str  # "segments", "files"
+    expected_items: int  # the whole copy's items, as far as they are known
+    items_before: float  # of those, the items of the units done before this run (or skipped on request)
 
 
 @dataclass
@@ -52,6 +85,18 @@ class SnapshotSummary:
     @property
     def segments_done(self) -> int:
         return self.segments_copied + self.segments_resumed + self.segments_skipped
+
+    @property
+    def units_total(self) -> int:
+        return self.segments_total
+
+    @property
+    def units_done(self) -> int:
+        return self.segments_done
+
+    @property
+    def units_this_run(self) -> int:
+        return self.segments_copied
 
     @property
     def items_per_second(self) -> float:
@@ -92,43 +137,42 @@ class SnapshotSummary:
 
 
 class ProgressReporter:
-    """Segments done, items copied, rate and ETA: a log line every few seconds, or a bar on a
-    terminal, and the snapshot's metrics; thread-safe.
+    """Units done, items copied, rate and ETA: a log line every few seconds, or a bar on a terminal,
+    and the snapshot's metrics; thread-safe.
 
-    Items count the running segments' reports (`progress_channel`) as well as the segments done,
-    so a large segment shows progress before it finishes.
+    Items count the running units' reports (`progress_channel`) as well as the units done, so a
+    large segment or data file shows progress before it finishes.
     """
 
     def __init__(
-        self, summary: SnapshotSummary, expected_items: int, interval_seconds: float = 5.0, *,
+        self, summary: UnitTotals, scale: ProgressScale, interval_seconds: float = 5.0, *,
         running: RunningUnits | None = None, metrics: SnapshotMetrics | None = None,
     ):  # fmt: skip
         self._summary = summary
-        self._expected_items = expected_items
+        self._scale = scale
         self._interval = interval_seconds
         self._running = running or RunningUnits()
         self._metrics = metrics
-        self._bar: SnapshotBar | None = None
+        self._bar: ProgressBar | None = None
         self._counted = RunningCounts()  # what the metrics' counters hold of this run
         self._last = 0.0
         self._lock = threading.Lock()
 
-    def record(self, outcome: SegmentOutcome) -> None:
-        """A segment finished: its outcome replaces its running counts."""
+    def record(self, outcome: UnitOutcome) -> None:
+        """A unit finished: its outcome replaces its running counts."""
         with self._lock:
             self._summary.add(outcome)
-            self._running.finish(outcome.segment)
-            self._show(last=self._summary.segments_done == self._summary.segments_total)
+            self._running.finish(outcome.unit)
+            self._show(last=self._summary.units_done == self._summary.units_total)
 
     @contextmanager
     def watching(self, bar: bool = False) -> Iterator[None]:
         """Show progress every `TICK_SECONDS` while the block runs; as a terminal bar when `bar`."""
         stop = threading.Event()
-        ticks = threading.Thread(target=self._tick, args=(stop,), name="snapshot-progress", daemon=True)
+        ticks = threading.Thread(target=self._tick, args=(stop,), name=f"{self._scale.name}-progress", daemon=True)
         with ExitStack() as stack:
             if bar:
-                before = round(items_before_this_run(self._summary, self._expected_items))
-                self._bar = stack.enter_context(snapshot_bar(self._expected_items, before))
+                self._bar = stack.enter_context(progress_bar(self._scale))
             ticks.start()
             try:
                 yield
@@ -145,13 +189,13 @@ class ProgressReporter:
                 self._show(last=False)
 
     def _show(self, last: bool) -> None:
-        """Update the metrics and the bar; log a line when the interval has passed (or on the `last` segment)."""
+        """Update the metrics and the bar; log a line when the interval has passed (or on the `last` unit)."""
         s = self._summary
         copied = self._copied()
         if self._metrics is not None:
             self._count(copied)
         if self._bar is not None:
-            self._bar.update(copied.items, s.segments_done, s.segments_total)
+            self._bar.update(copied.items, s.units_done, s.units_total)
             return
         now = time.monotonic()
         if last or now - self._last >= self._interval:
@@ -159,28 +203,33 @@ class ProgressReporter:
             log.info(self._line(copied.items))
 
     def _count(self, copied: RunningCounts) -> None:
-        """Add what is new to the counters; a retried segment's counts start again, so they may go down."""
+        """Add what is new to the counters; a retried unit's counts start again, so they may go down."""
         counted = self._counted
         self._metrics.observe(
             new_items=max(0, copied.items - counted.items), new_bytes=max(0, copied.bytes - counted.bytes),
-            segments_done=self._summary.segments_done, segments_planned=self._summary.segments_total,
+            units_done=self._summary.units_done, units_planned=self._summary.units_total,
         )  # fmt: skip
         self._counted = RunningCounts(max(copied.items, counted.items), max(copied.bytes, counted.bytes))
 
     def _copied(self) -> RunningCounts:
-        """This run's items and bytes: the segments done, and what the running ones reported."""
+        """This run's items and bytes: the units done, and what the running ones reported."""
         running = self._running.totals()
         return RunningCounts(self._summary.written + running.items, self._summary.item_bytes + running.bytes)
 
     def _line(self, items: int) -> str:
-        s = self._summary
+        s, scale = self._summary, self._scale
         rate = items / s.seconds if s.seconds > 0 else 0.0
-        seconds = eta_seconds(s, self._expected_items, items)
+        seconds = eta_seconds(s, scale, items)
         eta = "unknown" if seconds is None else f"{seconds:,.0f}s"
         return (
-            f"snapshot: {s.segments_done}/{s.segments_total} segments, {items:,} items copied, "
+            f"{scale.name}: {s.units_done}/{s.units_total} {scale.unit}, {items:,} items copied, "
             f"{rate:,.0f} items/s, ETA {eta}"
         )
+
+
+def scan_scale(name: str, summary: SnapshotSummary, expected_items: int) -> ProgressScale:
+    """The scale of a copy by scan segments, against the source's estimated item count."""
+    return ProgressScale(name, "segments", expected_items, items_before_this_run(summary, expected_items))
 
 
 def items_before_this_run(summary: SnapshotSummary, expected_items: int) -> float:
@@ -194,23 +243,23 @@ def items_before_this_run(summary: SnapshotSummary, expected_items: int) -> floa
     return expected_items * (summary.segments_resumed + summary.segments_skipped) / summary.segments_total
 
 
-def eta_seconds(summary: SnapshotSummary, expected_items: int, items_this_run: int) -> float | None:
+def eta_seconds(summary: UnitTotals, scale: ProgressScale, items_this_run: int) -> float | None:
     """Seconds until the copy ends: the items left at this run's rate; None while unknown.
 
-    Items left are the table's estimated items minus those of the segments done before this run
-    and this run's, so a resumed copy is not timed as if it started from nothing.
+    Items left are the copy's expected items minus those of the units done before this run and
+    this run's, so a resumed copy is not timed as if it started from nothing.
     """
     s = summary
-    segments_left = s.segments_total - s.segments_done
-    if segments_left <= 0:
+    units_left = s.units_total - s.units_done
+    if units_left <= 0:
         return 0.0
     if items_this_run <= 0 or s.seconds <= 0:
         return None
-    items_left = expected_items - items_before_this_run(s, expected_items) - items_this_run
+    items_left = scale.expected_items - scale.items_before - items_this_run
     if items_left > 0:
         return items_left / (items_this_run / s.seconds)
-    if s.segments_copied:  # DescribeTable's ItemCount is stale (refreshed about every 6 hours): go by segments
-        return s.seconds / s.segments_copied * segments_left
+    if s.units_this_run:  # DescribeTable's ItemCount is stale (refreshed about every 6 hours): go by units
+        return s.seconds / s.units_this_run * units_left
     return None
 
 
@@ -229,6 +278,7 @@ class ImportSummary:
     items_read: int = 0
     puts: int = 0
     deletes: int = 0
+    item_bytes: int = 0  # of the items put, as DynamoDB sizes items
     retries: int = 0
     unprocessed_retries: int = 0
     started: float = field(default_factory=time.monotonic)
@@ -246,11 +296,24 @@ class ImportSummary:
     def items_per_second(self) -> float:
         return self.written / self.seconds if self.seconds > 0 else 0.0
 
-    def add_file(self, outcome: FileOutcome) -> None:
+    @property
+    def units_total(self) -> int:
+        return self.files_total
+
+    @property
+    def units_done(self) -> int:
+        return self.files_imported + self.files_resumed
+
+    @property
+    def units_this_run(self) -> int:
+        return self.files_imported
+
+    def add(self, outcome: FileOutcome) -> None:
         """A full export's file, imported."""
         self.files_imported += 1
         self.items_read += outcome.items
         self.puts += outcome.written
+        self.item_bytes += outcome.item_bytes
         self.retries += outcome.retries
         self.unprocessed_retries += outcome.unprocessed_retries
 
@@ -266,7 +329,7 @@ class ImportSummary:
         lines = [
             f"import {self.source} → {self.target_table} complete",
             f"  export:          {self.export_type}, {self.output_format}, {self.items_total:,} items",
-            f"  files:           {self.files_imported + self.files_resumed} of {self.files_total}{resumed}",
+            f"  files:           {self.units_done} of {self.files_total}{resumed}",
             f"  items read:      {self.items_read:,}",
             f"  items written:   {self.puts:,}",
         ]
@@ -279,36 +342,3 @@ class ImportSummary:
             f"  items/s:         {self.items_per_second:,.0f}",
         ]
         return "\n".join(lines)
-
-
-class ImportReporter:
-    """Logs files done, items written, rate and ETA as a full export's files finish; thread-safe."""
-
-    def __init__(self, summary: ImportSummary, items_pending: int, interval_seconds: float = 5.0):
-        self._summary = summary
-        self._items_pending = items_pending  # what this run's files hold, from the manifest
-        self._interval = interval_seconds
-        self._last = 0.0
-        self._lock = threading.Lock()
-
-    def record(self, outcome: FileOutcome) -> None:
-        with self._lock:
-            self._summary.add_file(outcome)
-            now = time.monotonic()
-            s = self._summary
-            done = s.files_imported + s.files_resumed
-            if now - self._last >= self._interval or done == s.files_total:
-                self._last = now
-                log.info(
-                    "import: %d/%d files, %s items written, %s items/s, ETA %s",
-                    done, s.files_total, f"{s.puts:,}", f"{s.items_per_second:,.0f}", self._eta(),
-                )  # fmt: skip
-
-    def _eta(self) -> str:
-        s = self._summary
-        remaining = self._items_pending - s.items_read
-        if s.files_imported + s.files_resumed >= s.files_total or remaining <= 0:
-            return "0s"
-        if s.items_per_second <= 0:
-            return "unknown"
-        return f"{remaining / s.items_per_second:,.0f}s"

@@ -18,6 +18,7 @@ from migrator.export.manifest import DataFile
 from migrator.export.output import DataFileEncoder
 from migrator.items import Item, item_size_bytes
 from migrator.snapshot.outcomes import SegmentFileOutcome
+from migrator.snapshot.progress_channel import RunningCounts, reporting
 from migrator.snapshot.segment_read import SegmentRead, live_pages
 from migrator.source.scan import ScanCounters
 from migrator.target.export_folder import ExportFolder, open_data_file
@@ -34,6 +35,8 @@ class SegmentFileTask(SegmentRead):
     # takes the file to max_file_bytes; the outcome's resume_key says where the next piece starts.
     start_key: Item | None = None
     max_file_bytes: int | None = None
+    # A piece: the segment's items and bytes in the pieces before it, so its running counts go on from them.
+    counted_before: RunningCounts = RunningCounts()
 
 
 def export_segment(task: SegmentFileTask) -> SegmentFileOutcome:
@@ -73,13 +76,20 @@ def export_segment(task: SegmentFileTask) -> SegmentFileOutcome:
 
 
 def _write_items(task: SegmentFileTask, encoder: DataFileEncoder, counters: ScanCounters) -> tuple[int, int]:
-    """Every live item of the segment (or of the piece) into the encoder, a Scan page at a time;
-    (items skipped, item bytes). `counters.resume_key` then says whether the segment is done."""
+    """Every live item of the segment (or of the piece) into the encoder, a Scan page at a time, reporting
+    the items written so far to the driver (`progress_channel`); (items skipped, item bytes).
+    `counters.resume_key` then says whether the segment is done."""
     skipped = item_bytes = 0
-    for live, expired in live_pages(task, counters, task.start_key):
-        skipped += expired
-        item_bytes += sum(item_size_bytes(item) for item in live)
-        encoder.write_items(live)
-        if task.max_file_bytes is not None and encoder.size_bytes >= task.max_file_bytes:
-            break  # the file is full: the next piece resumes after this page (counters.resume_key)
+
+    def so_far() -> RunningCounts:
+        before = task.counted_before
+        return RunningCounts(before.items + encoder.item_count, before.bytes + item_bytes)
+
+    with reporting(task.progress, task.segment, so_far):
+        for live, expired in live_pages(task, counters, task.start_key):
+            skipped += expired
+            item_bytes += sum(item_size_bytes(item) for item in live)
+            encoder.write_items(live)
+            if task.max_file_bytes is not None and encoder.size_bytes >= task.max_file_bytes:
+                break  # the file is full: the next piece resumes after this page (counters.resume_key)
     return skipped, item_bytes

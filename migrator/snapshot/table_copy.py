@@ -20,10 +20,10 @@ from migrator.metrics import SnapshotMetrics
 from migrator.plan import SnapshotPlan, plan_snapshot, planned_units
 from migrator.snapshot.outcomes import SegmentOutcome
 from migrator.snapshot.preflight import Preflight, describe_live_source
-from migrator.snapshot.progress import ProgressReporter, SnapshotSummary
+from migrator.snapshot.progress import ProgressReporter, SnapshotSummary, scan_scale
 from migrator.snapshot.progress_bar import watched_on_a_terminal
-from migrator.snapshot.progress_channel import ProgressAddress, progress_channel
-from migrator.snapshot.runner import UnitJobs, driver_addresses, run_units
+from migrator.snapshot.progress_channel import ProgressAddress, ProgressChannel
+from migrator.snapshot.runner import UnitJobs, run_units
 from migrator.snapshot.savepoints import ResumePoint, SavepointStore, UnitLedger, SnapshotProgress, TargetTable
 from migrator.snapshot.segment_copy import SegmentTask, copy_segment
 from migrator.snapshot.segment_read import read_settings
@@ -78,12 +78,13 @@ def copy_table(
     store: SavepointStore,
     start: ResumePoint,
     target: TableInfo,
+    channel: ProgressChannel,
     *,
     metrics: SnapshotMetrics | None = None,
     progress_bar: bool = False,
 ) -> SnapshotSummary:
-    """Copy every segment not yet copied, saving each as it finishes. With `progress_bar`, progress is
-    a bar when the output reaches a terminal; else, lines in the log."""
+    """Copy every segment not yet copied, saving each as it finishes; running segments report through
+    `channel`. With `progress_bar`, progress is a bar when the output reaches a terminal; else, lines in the log."""
     progress = SnapshotProgress(
         config.source.table, config.target.table, plan.total_segments, start.copied, start.requested,
         TargetTable.of(target.description),
@@ -106,21 +107,20 @@ def copy_table(
     ledger.start()
     pending = [s for s in range(plan.total_segments) if s not in done]
     if pending:
-        bar = progress_bar and watched_on_a_terminal(spark)
-        with progress_channel(*driver_addresses(spark)) as (address, running):
-            reporter = ProgressReporter(summary, checks.source.item_count, running=running, metrics=metrics)
+        scale = scan_scale("snapshot", summary, checks.source.item_count)
+        reporter = ProgressReporter(summary, scale, running=channel.counting(), metrics=metrics)
 
-            def on_copied(outcome: SegmentOutcome) -> None:
-                ledger.record(outcome.segment)
-                reporter.record(outcome)
+        def on_copied(outcome: SegmentOutcome) -> None:
+            ledger.record(outcome.segment)
+            reporter.record(outcome)
 
-            tasks = [_task(config, plan, checks, s, address) for s in pending]
-            try:
-                with reporter.watching(bar):
-                    copy_segments(spark, tasks, plan.concurrency, on_copied)
-            except KeyboardInterrupt:  # Ctrl+C or SIGTERM: what this run copied, before the command's last line
-                log.info("\n%s", summary.render(ended="interrupted"))
-                raise
+        tasks = [_task(config, plan, checks, s, channel.address) for s in pending]
+        try:
+            with reporter.watching(progress_bar and watched_on_a_terminal(spark)):
+                copy_segments(spark, tasks, plan.concurrency, on_copied)
+        except KeyboardInterrupt:  # Ctrl+C or SIGTERM: what this run copied, before the command's last line
+            log.info("\n%s", summary.render(ended="interrupted"))
+            raise
     summary.finished = time.monotonic()
     return summary
 

@@ -1,15 +1,12 @@
 """Progress of a snapshot you can watch: items copied by a segment still running, in the log lines,
 on the metrics endpoint, and as a bar when the output is a terminal.
 
-One slow segment: 80 items of about 50 KB, so a Scan page (1 MB) holds about 20 of them, read at
-40 RCU/s, so each page waits about 3 s for the one before: the segment takes about 10 s.
+One slow segment (`testsupport.endpoint.slow_segment_source`): about 10 s.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import pty
 import re
 import socket
 import subprocess
@@ -18,16 +15,18 @@ from pathlib import Path
 
 import pytest
 
+from migrator.errors import ProgressPortUnavailable
 from migrator.snapshot.progress_channel import RunningCounts, progress_channel, reporting
 from testsupport.all_types import assert_same_items
 from testsupport.emulator import free_port
-from testsupport.endpoint import put_items, scan_all, side
-from testsupport.jobs import REPO, drain, job_env, scrape, spark_submit_command, start_job, wait_for_output, write_config
-from testsupport.sample_data import create_sample_table, make_items
+from testsupport.endpoint import SLOW_SEGMENT_ITEMS, SLOW_SEGMENT_PAYLOAD_BYTES, scan_all, side, slow_segment_source
+from testsupport.jobs import drain, run_on_a_terminal, scrape_until, start_job, wait_for_output, write_config
+from testsupport.ports import busy_port
+from testsupport.sample_data import make_items
 
 pytestmark = pytest.mark.integration
 
-ITEMS, PAYLOAD_BYTES = 80, 50_000
+ITEMS, PAYLOAD_BYTES = SLOW_SEGMENT_ITEMS, SLOW_SEGMENT_PAYLOAD_BYTES
 LINE_BEFORE_THE_SEGMENT_ENDS = re.compile(r"snapshot: 0/1 segments, ([\d,]+) items copied")
 
 
@@ -35,16 +34,10 @@ LINE_BEFORE_THE_SEGMENT_ENDS = re.compile(r"snapshot: 0/1 segments, ([\d,]+) ite
 def slow_segment(dynamodb, endpoint_url, table_name, tmp_path):
     """A config copying one segment of several Scan pages, paced to about 3 s a page."""
     source, target = table_name("progress"), table_name("progress-copy")
-    create_sample_table(dynamodb, source)
-    put_items(dynamodb, source, make_items(ITEMS, payload_bytes=PAYLOAD_BYTES))
+    source_block = slow_segment_source(dynamodb, endpoint_url, source)
 
     def config(**top_level) -> Path:
-        return write_config(tmp_path, {
-            "source": side(endpoint_url, source, scanSegments=1, readThroughput=80, throughputReadPercent=0.5,
-                           removeConsumedCapacity=True),
-            "target": side(endpoint_url, target),
-            **top_level,
-        })  # fmt: skip
+        return write_config(tmp_path, {"source": source_block, "target": side(endpoint_url, target), **top_level})
 
     return config, target
 
@@ -87,25 +80,18 @@ def test_the_metrics_endpoint_serves_the_snapshot_while_it_runs(slow_segment):
     assert mid_segment["migrator_snapshot_segments_planned"] == 1
 
 
-def _scrape_until_items_mid_segment(job: subprocess.Popen, port: int, lines: list[str], timeout: float = 120) -> dict:
+def _scrape_until_items_mid_segment(job: subprocess.Popen, port: int, lines: list[str]) -> dict:
     """The first scrape counting items while no segment is done."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and job.poll() is None:
-        try:
-            metrics = scrape(port)
-        except OSError:  # the endpoint is bound once the checks pass: not yet
-            metrics = {}
-        if metrics.get("migrator_snapshot_items_total", 0) > 0 and metrics["migrator_snapshot_segments_done"] == 0:
-            return metrics
-        time.sleep(0.2)
-    raise AssertionError("the endpoint never counted items of the running segment:\n" + "".join(lines[-40:]))
+    return scrape_until(
+        job, port, lines, lambda m: m.get("migrator_snapshot_items_total", 0) > 0 and m["migrator_snapshot_segments_done"] == 0
+    )
 
 
 @pytest.mark.parametrize("log_format", ["text", "json"])
 def test_a_bar_on_a_terminal_and_none_beside_json_logs(slow_segment, log_format):
     config, _ = slow_segment
 
-    output = _run_on_a_terminal(config(), "--log-format", log_format)
+    output = run_on_a_terminal(config(), "--log-format", log_format)
 
     # A frame of the bar counting items while the only segment still runs: "snapshot:  31%|███▊   | 25.0/80.0
     # [00:07<00:15, 3.56 items/s, 0/1 segments]"
@@ -118,29 +104,9 @@ def test_a_bar_on_a_terminal_and_none_beside_json_logs(slow_segment, log_format)
         assert '"message": "snapshot: 1/1 segments, 80 items copied' in output
 
 
-def _run_on_a_terminal(config: Path, *args: str) -> str:
-    """spark-submit with a pseudo-terminal for stdin, stdout and stderr, as a user at a shell; all it printed."""
-    controller, terminal = pty.openpty()
-    job = subprocess.Popen(
-        spark_submit_command(config, args=args), cwd=REPO, env=job_env(), stdin=terminal, stdout=terminal, stderr=terminal
-    )
-    os.close(terminal)
-    chunks = []
-    while True:
-        try:
-            chunk = os.read(controller, 65536)
-        except OSError:  # EIO: every holder of the terminal has closed it
-            break
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(controller)
-    assert job.wait(timeout=60) == 0, b"".join(chunks).decode(errors="replace")
-    return b"".join(chunks).decode(errors="replace")
-
-
 def test_reports_count_only_with_the_runs_token():
-    with progress_channel("127.0.0.1", "127.0.0.1") as (address, running):
+    with progress_channel("127.0.0.1", "127.0.0.1") as channel:
+        address, running = channel.address, channel.counting()
         with socket.create_connection((address.host, address.port), timeout=10) as stray:
             stray.sendall(json.dumps({"token": "a guess", "unit": 0, "items": 999, "bytes": 9}).encode() + b"\n")
             assert stray.recv(1) == b"", "the driver kept a connection that sent a wrong token"
@@ -150,3 +116,19 @@ def test_reports_count_only_with_the_runs_token():
                 time.sleep(0.1)
 
     assert running.totals() == RunningCounts(5, 50)
+
+
+def test_a_pinned_port_is_listened_on_and_a_taken_one_refused_naming_it():
+    port = free_port()
+    with progress_channel("127.0.0.1", "127.0.0.1", port) as channel:
+        assert channel.address.port == port
+        with reporting(channel.address, 1, lambda: RunningCounts(3, 30)):
+            running = channel.counting()
+            deadline = time.monotonic() + 30
+            while running.totals() != RunningCounts(3, 30) and time.monotonic() < deadline:
+                time.sleep(0.1)
+        assert running.totals() == RunningCounts(3, 30)
+
+    with busy_port() as taken, pytest.raises(ProgressPortUnavailable, match=f"progressPort {taken} on 127.0.0.1 .* in use"):
+        with progress_channel("127.0.0.1", "127.0.0.1", taken):
+            pass

@@ -23,6 +23,8 @@ from migrator.errors import (
     InvalidCredentials,
     MetricsPortUnavailable,
     MigratorError,
+    PortUnavailable,
+    ProgressPortUnavailable,
     RecordedTargetMissing,
     RecordedTargetReplaced,
     RenameCollision,
@@ -98,6 +100,10 @@ EXAMPLES: list[tuple[MigratorError, dict[str, object]]] = [
      {"doing": "starting Spark"}),
     (MetricsPortUnavailable(9100, OSError(errno.EADDRINUSE, "Address already in use")),
      {"port": 9100, "doing": "metricsPort 9100 is already in use"}),
+    (PortUnavailable("somePort", 9100, OSError(errno.EACCES, "Permission denied"), "", "pick another"),
+     {"port": 9100, "doing": "somePort 9100 cannot be opened"}),
+    (ProgressPortUnavailable(7078, OSError(errno.EADDRINUSE, "Address already in use"), "10.0.0.5"),
+     {"port": 7078, "doing": "progressPort 7078 on 10.0.0.5 (spark.driver.bindAddress) is already in use"}),
     (RenameCollision('{"pk": {"S": "a"}}', "custId", "customerId"),
      {"key": '{"pk": {"S": "a"}}', "from_name": "custId", "to_name": "customerId"}),
     (CheckpointError("the stream offset is damaged (not JSON)"),
@@ -153,7 +159,8 @@ def test_hierarchy_matches_the_module_docstring():
     assert TargetSchemaMismatch.__bases__ == (TargetError,)
     assert ExportPathError.__bases__ == (TargetError,) and ExportUnfinished.__bases__ == (TargetError,)
     assert ExportExists.__bases__ == (ExportPathError,)
-    assert MetricsPortUnavailable.__bases__ == (StartupFailed,)
+    assert PortUnavailable.__bases__ == (StartupFailed,)
+    assert MetricsPortUnavailable.__bases__ == (PortUnavailable,) and ProgressPortUnavailable.__bases__ == (PortUnavailable,)
     assert SegmentExportFailed.__bases__ == (SegmentFailed,)
     assert issubclass(MigratorError, Exception)
 
@@ -223,3 +230,6 @@ def test_startup_messages_say_nothing_was_written_and_the_ways_out():
     assert "nothing was written" in busy and "ss -ltnp 'sport = :9100'" in busy and "remove metricsPort" in busy
     denied = str(MetricsPortUnavailable(80, OSError(errno.EACCES, "Permission denied")))
     assert denied.startswith("metricsPort 80 cannot be opened: Permission denied; nothing was written")
+    progress = str(ProgressPortUnavailable(7078, OSError(errno.EADDRINUSE, "Address already in use"), "10.0.0.5"))
+    assert progress.startswith("progressPort 7078 on 10.0.0.5 (spark.driver.bindAddress) is already in use: another")
+    assert "nothing was written" in progress and "remove progressPort to listen on an ephemeral port" in progress

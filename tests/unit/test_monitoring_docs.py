@@ -17,14 +17,16 @@ METRIC_NAME = re.compile(r"\bmigrator_[a-z_]+\b")
 
 
 def served_names() -> set[str]:
-    """Every sample name the endpoint serves, the snapshot's and the replication's, counters with their
-    _total (after a batch, so labelled ones exist)."""
+    """Every sample name the endpoint serves, the snapshot's (a table copy's and an import's) and the
+    replication's, counters with their _total (after a batch, so labelled ones exist)."""
     registry = endpoint(port=None)
-    SnapshotMetrics(registry).observe(new_items=1, new_bytes=1, segments_done=1, segments_planned=1)
+    SnapshotMetrics(registry).observe(new_items=1, new_bytes=1, units_done=1, units_planned=1)
     metrics = ReplicationMetrics(ready_lag_seconds=2.0, registry=registry)
     metrics.observe(records=1, puts=1, deletes=1, retries=1, shards=1, lag_seconds=1.0, iterator_age_seconds=1.0,
                     dropped={"stale": 1})  # fmt: skip
-    return {sample.name for family in registry.collect() for sample in family.samples}
+    imports = endpoint(port=None)  # an import's run: its units are data files
+    SnapshotMetrics(imports, unit="files").observe(new_items=1, new_bytes=1, units_done=1, units_planned=1)
+    return {sample.name for reg in (registry, imports) for family in reg.collect() for sample in family.samples}
 
 
 def alert_rules() -> list[dict]:

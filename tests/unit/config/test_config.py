@@ -155,6 +155,11 @@ def test_defaults_follow_the_contract():
     assert config.renames == [] and config.skip_segments == []
 
 
+def test_a_pinned_progress_port_loads():
+    assert load({"progressPort": 7078}).config.progress_port == 7078
+    assert load().config.progress_port is None  # an ephemeral port
+
+
 def test_alternator_target_strips_consumed_capacity_unless_told_otherwise():
     assert load(ALTERNATOR_TARGET).config.target.strips_consumed_capacity
     kept = load({**ALTERNATOR_TARGET, "target.removeConsumedCapacity": False})
@@ -339,6 +344,9 @@ ERROR_CASES = [
      ["must be at most 1000000"]),
     ("endpoint port out of range", {"target.endpoint": {"host": "h", "port": 70000}}, "target.endpoint.port",
      ["must be at most 65535", "70000"]),
+    ("progress port zero", {"progressPort": 0}, "progressPort", ["must be at least 1", "0"]),
+    ("progress port out of range", {"progressPort": 65536}, "progressPort", ["must be at most 65535", "65536"]),
+    ("progress port not a number", {"progressPort": "any"}, "progressPort", ["must be a whole number", "'any'"]),
     ("batch over the DynamoDB limit", {"target.maxItemsPerBatch": 26}, "target",
      ["maxItemsPerBatch is 26", "'dynamodb'", "at most 25 items per BatchWriteItem"]),
     ("batch over the Alternator limit", {**ALTERNATOR_TARGET, "target.maxItemsPerBatch": 101}, "target",

@@ -14,7 +14,7 @@ from migrator.export.plan import plan_import
 from migrator.snapshot.export_copy import FILE, RECORD, FileTask, TargetWrites, file_failed, is_file_outcome, is_record, names_its_file
 from migrator.snapshot.outcomes import FileOutcome
 from migrator.task_boundary import errors_returned
-from migrator.snapshot.export_import import exported_table, imported_files, raise_first_failure
+from migrator.snapshot.export_import import exported_table, import_scale, imported_files, raise_first_failure
 from migrator.snapshot.progress import ImportSummary
 from migrator.connection import ClientSpec
 from migrator.snapshot.savepoints import ImportProgress
@@ -85,6 +85,12 @@ def test_an_incremental_export_is_skipped_whole_or_not_at_all():
     with pytest.raises(SavepointError) as refused:
         imported_files(None, every[:1], manifests(INCREMENTAL), "sp.yaml")
     assert "1 of the 3 data files of an incremental export, which is applied whole" in str(refused.value)
+
+
+def test_the_files_imported_before_count_what_their_manifest_lines_hold():
+    scale = import_scale(manifests(), frozenset({"d/b.json.gz"}))
+
+    assert (scale.expected_items, scale.items_before, scale.unit) == (5, 3, "files")
 
 
 # ---- every file's fate before an incremental export writes anything ----
