@@ -28,7 +28,7 @@ from migrator.errors import ConfigError, RecordedTargetMissing, RecordedTargetRe
 from migrator.snapshot.export_write import plan_scan
 from migrator.snapshot.outcomes import DeltaSegmentOutcome
 from migrator.snapshot.preflight import Preflight, describe_live_source
-from migrator.snapshot.progress import ProgressReporter, SnapshotSummary
+from migrator.snapshot.progress import ProgressReporter, SnapshotSummary, scan_scale
 from migrator.snapshot.runner import UnitJobs, run_units
 from migrator.snapshot.savepoints import ResumePoint, SavepointStore, Side, SnapshotProgress, TargetTable, UnitLedger
 from migrator.snapshot.segment_delta import DeltaSegmentTask, write_delta_segment
@@ -135,7 +135,7 @@ def copy_to_delta(
     ledger.start()
     if start.copied:
         log.info("resuming from %s: %d of %d segments already copied", store.path, len(start.copied), plan.total_segments)
-    reporter = ProgressReporter(summary, checks.source.item_count)
+    reporter = ProgressReporter(summary, scan_scale("snapshot", summary, checks.source.item_count))
 
     def on_written(outcome: DeltaSegmentOutcome) -> None:
         ledger.record(outcome.segment)

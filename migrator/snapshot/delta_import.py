@@ -24,10 +24,10 @@ from migrator.errors import UnsupportedFeature
 from migrator.export.errors import ImportFileFailed
 from migrator.snapshot.delta_copy import DeltaPreflight, identity_of, layout_of, location_of
 from migrator.snapshot.export_copy import FileTask
-from migrator.snapshot.export_import import exported_table
+from migrator.snapshot.export_import import exported_table, import_scale
 from migrator.snapshot.file_delta import DeltaFileTask, import_file_to_delta
 from migrator.snapshot.outcomes import DeltaFileOutcome
-from migrator.snapshot.progress import ImportReporter, ImportSummary
+from migrator.snapshot.progress import ImportSummary, ProgressReporter
 from migrator.snapshot.runner import UnitJobs, run_units
 from migrator.snapshot.savepoints import ImportProgress, SavepointStore, UnitLedger
 from migrator.source.s3export import ExportManifests, check_files_present, read_manifests
@@ -76,7 +76,7 @@ def import_to_delta(
     copy_id = store.identity.stem()
     tasks = [_task(config, checks, manifests, number, copy_id)
              for number, data_file in enumerate(manifests.files, start=1) if data_file.data_file_s3_key not in done]  # fmt: skip
-    reporter = ImportReporter(summary, sum(task.file.data_file.item_count for task in tasks))
+    reporter = ProgressReporter(summary, import_scale(manifests, done))
 
     def on_imported(outcome: DeltaFileOutcome) -> None:
         ledger.record(outcome.file_key)
