@@ -6,7 +6,9 @@ written, a put of the new image or a delete of the key; a change the stream sent
 Kinesis record without NewImage) is first looked up in the live table. Writes and lookups are
 paced to each partition's share of the configured rates. A failure comes back in the
 partition's `ApplyOutcome`, and the query fails the batch, so its offsets are not committed
-and it is replayed, idempotently, on the next run.
+and it is replayed, idempotently, on the next run. For a Delta target (`ApplyTask.delta_layout`)
+the collapsed states are not written here but returned as rows, which the driver merges in one
+commit per batch (`migrator.replicate.delta_apply`).
 
 Kept apart from the query: this is the code that runs on executors, with plain values only
 (`ApplyTask`), and it knows nothing of how the query is started or stopped.
