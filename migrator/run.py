@@ -69,9 +69,11 @@ def migrate(
     config = loaded.config
     spark_factory = _once(spark_factory)
     result = result if result is not None else MigrationResult()
-    if config.writes_delta:  # the snapshot only: replication into Delta is refused when the config loads
-        result.snapshot = (_import_into_delta if config.imports_export else _write_delta)(loaded, spark_factory, result)
+    if config.writes_delta and config.imports_export:  # the import only: replicating after it is refused at load
+        result.snapshot = _import_into_delta(loaded, spark_factory, result)
         return result
+    if config.writes_delta:
+        return _write_delta(loaded, spark_factory, should_stop, result)
     if config.imports_export:
         return _import_export(loaded, spark_factory, should_stop, result, progress_bar)
     if config.writes_export:
@@ -230,12 +232,20 @@ def _write_export(
         return export_write.write_export(spark, config, checks, channel, metrics=metrics, progress_bar=progress_bar)
 
 
-def _write_delta(loaded: LoadedConfig, spark_factory: SparkFactory, result: MigrationResult) -> delta_copy.DeltaSummary:
+def _write_delta(
+    loaded: LoadedConfig,
+    spark_factory: SparkFactory,
+    should_stop: Callable[[ReplicationSummary], bool] | None,
+    result: MigrationResult,
+) -> MigrationResult:
     """The source table into a Delta table, a commit per segment: every check first, resumable by savepoint.
 
-    streamChanges with this target is refused when the config loads, so this phase is the whole run.
+    With streamChanges, the table's DynamoDB stream is opened (its replay start recorded) before
+    the snapshot, as for a DynamoDB target, and its changes are then merged into the table, a
+    commit per batch (`migrator.replicate.delta_apply`), until Ctrl+C.
     """
     config = loaded.config
+    streaming = config.target.stream_changes is True
     checks = delta_copy.preflight(config)
     source_side = savepoint_folders.table_side(config.source, "source", checks.source)
     store = savepoint_folders.open_store(loaded, spark_factory, source_side, target=delta_copy.target_side(config.target))
@@ -244,9 +254,25 @@ def _write_delta(loaded: LoadedConfig, spark_factory: SparkFactory, result: Migr
     start = resume_point(progress, config.source.scan_segments, config.skip_segments, copied_in_config(config))
     recorded = progress.target if progress is not None else target_in_config(config)
     delta_copy.check_resumable(store, len(start.copied), "segments", recorded, checks)
+    if streaming:
+        checkpoint.check_writable(checkpoint.location(config))
+    metrics = ReplicationMetrics(config.ready_lag, config.metrics_port, config.metrics_host) if streaming else None
     spark = spark_factory()
+    saved = Checkpoint(spark, checkpoint.location(config)) if streaming else None
+    stream = None
+    if saved is not None:  # before the snapshot: no write made during it is missed
+        replay_start.check_copies_have_a_start(config, saved, start.copied, store.path)
+        stream = replay_start.open_dynamodb_stream(config, saved)
+        _check_age(saved, stream)
     result.phase = "snapshot"
-    return delta_copy.copy_to_delta(spark, config, checks, store, start)
+    result.snapshot = delta_copy.copy_to_delta(spark, config, checks, store, start)
+    if stream is None:
+        return result
+    log.info("\n%s", result.snapshot.render())  # the run goes on: show the snapshot's summary now
+    replay_start.check_before_replication(saved, stream)
+    result.phase = "replication"
+    result.replication = replicate(spark, config, stream, saved.where, should_stop, metrics)
+    return result
 
 
 def _import_into_delta(loaded: LoadedConfig, spark_factory: SparkFactory, result: MigrationResult) -> ImportSummary:

@@ -64,9 +64,10 @@ class DeltaTarget(ConnectedBlock):
     columns: list[DeltaColumn] = Field(default_factory=list)
     partition_by: list[str] = Field(default_factory=list)
     use_path_style_access: bool | None = None
-    # Replication into Delta is not in this version: anything but false is refused before
-    # validation, naming the key (migrator.config.loading).
-    stream_changes: Literal[False] = False
+    # true: after the snapshot, the DynamoDB stream's changes are merged into the table, a commit per
+    # batch (migrator.replicate.delta_apply). A Kinesis block, and skipping the snapshot, are not in
+    # this version: refused before validation, naming the key (migrator.config.loading).
+    stream_changes: bool = False
     skip_initial_snapshot_transfer: Literal[False] = False
 
     @field_validator("path")

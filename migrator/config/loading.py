@@ -97,19 +97,31 @@ def _refuse_unsupported(cleaned: dict[str, Any], path: str) -> None:
     source = cleaned.get("source")
     target = cleaned.get("target")
     if isinstance(target, dict) and target.get("type") == DELTA_TYPE:
-        _check_delta_target(target)
+        _check_delta_target(target, cleaned.get("invalidCheckpointBehavior"))
+        if isinstance(source, dict) and source.get("type") == S3_EXPORT_TYPE and target.get("streamChanges"):
+            raise UnsupportedFeature(
+                "replicating changes into a Delta table after an S3 export import", "target.streamChanges",
+                "set streamChanges: false to import the export only, or copy the live table (source type: dynamodb)",
+            )  # fmt: skip
     if isinstance(source, dict) and source.get("type") == S3_EXPORT_TYPE:
         _refuse_chaining(source, target, cleaned.get("invalidCheckpointBehavior"), path)
     if isinstance(target, dict) and target.get("type") == S3_EXPORT_TYPE:
         _check_export_target(cleaned, target, path)
 
 
-def _check_delta_target(target: dict[str, Any]) -> None:
-    """A Delta table: this version writes a snapshot (a table's Scan, a full S3 export), not changes yet."""
-    if target.get("streamChanges") not in (None, False):
+def _check_delta_target(target: dict[str, Any], on_invalid_checkpoint: Any) -> None:
+    """A Delta table: a snapshot, then the changes of a DynamoDB stream; not yet a Kinesis stream's."""
+    if isinstance(target.get("streamChanges"), dict):
         raise UnsupportedFeature(
-            "replicating changes into a Delta table", "target.streamChanges",
-            "set streamChanges: false (or remove it) to write the table's snapshot only",
+            "replicating a Kinesis data stream's changes into a Delta table", "target.streamChanges",
+            "set streamChanges: true to replicate the table's DynamoDB stream instead",
+        )  # fmt: skip
+    if target.get("streamChanges") is True and on_invalid_checkpoint == "restart":
+        # restart copies the table again, but every segment is found committed in the Delta table
+        # already: the table would keep what the lost changes left in it.
+        raise UnsupportedFeature(
+            "restart (copying the table again) with a Delta target", "invalidCheckpointBehavior",
+            "remove it (error, the default, stops instead); to start over, write to a new target.path",
         )  # fmt: skip
     if target.get("skipInitialSnapshotTransfer") not in (None, False):
         raise UnsupportedFeature(

@@ -6,7 +6,9 @@ written, a put of the new image or a delete of the key; a change the stream sent
 Kinesis record without NewImage) is first looked up in the live table. Writes and lookups are
 paced to each partition's share of the configured rates. A failure comes back in the
 partition's `ApplyOutcome`, and the query fails the batch, so its offsets are not committed
-and it is replayed, idempotently, on the next run.
+and it is replayed, idempotently, on the next run. For a Delta target (`ApplyTask.delta_layout`)
+the collapsed states are not written here but returned as rows, which the driver merges in one
+commit per batch (`migrator.replicate.delta_apply`).
 
 Kept apart from the query: this is the code that runs on executors, with plain values only
 (`ApplyTask`), and it knows nothing of how the query is started or stopped.
@@ -19,11 +21,13 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any, Iterator
 
+import pyarrow as pa
+
 from migrator import aws
 from migrator.config import MigratorConfig
 from migrator.connection import ClientSpec
 from migrator.errors import MigratorError
-from migrator.items import item_size_bytes, to_dynamodb_json
+from migrator.items import item_size_bytes, rename_attributes, to_dynamodb_json
 from migrator.plan import planned_units
 from migrator.ratelimit import CapacityLimiter
 from migrator.replicate.datasource import change_of, skipped_of
@@ -33,6 +37,8 @@ from migrator.stream import key_state
 from migrator.stream.collapse import collapse, drop_filtered, key_repr
 from migrator.stream.records import DELETE, ChangeRecord
 from migrator.target import tables
+from migrator.target.delta_changes import change_batch
+from migrator.target.delta_rows import DeltaLayout, RowCounts
 from migrator.target.pipeline import PipelinedWriter, put_or_delete
 from migrator.target.writer import WriteCounters
 from migrator.task_boundary import errors_returned
@@ -62,6 +68,9 @@ class ApplyTask:
     write_units_per_second: float | None = None
     read_units_per_second: float | None = None
     source_reports_capacity: bool = True
+    # A Delta target: the partition's changes come back as rows of this layout (`ApplyOutcome.delta_rows`),
+    # merged by the driver in one commit per batch; None: written to the DynamoDB target here.
+    delta_layout: DeltaLayout | None = None
 
 
 @dataclass(frozen=True)
@@ -77,6 +86,8 @@ class ApplyOutcome:
     dropped: tuple[tuple[str, int], ...] = ()  # (reason, records) not applied
     first_skipped: str | None = None  # why the first record that is no change was skipped
     oldest_created_at: float = 0.0  # of the partition's changes; 0.0: none
+    delta_rows: pa.RecordBatch | None = None  # a Delta target: each key's final state (`delta_changes`)
+    unfit_values: int = 0  # a Delta target: projected values left null (`_item` holds them)
 
 
 def newest_orders(rows: Iterator[Any]) -> Iterator[tuple[str, tuple, str]]:
@@ -106,6 +117,7 @@ def apply_partition(task: ApplyTask, rows: Iterator[Any]) -> Iterator[ApplyOutco
         changes = [c for c in changes if key_repr(c.key) not in task.stale_keys]
     counters = WriteCounters()
     puts = deletes = 0
+    rows, row_counts = None, RowCounts()
 
     def failed(cause: str, retryable: bool) -> MigratorError:  # a bug or an untranslated client error
         return MigratorError(f"applying changes to target table {task.target_table!r} failed: {cause[:300]}")
@@ -113,7 +125,10 @@ def apply_partition(task: ApplyTask, rows: Iterator[Any]) -> Iterator[ApplyOutco
     with errors_returned("applying changes", failed, keep=lambda error: True) as caught:
         # Filter before collapsing: a dropped TTL deletion must not hide the put before it.
         wanted = drop_filtered(changes, task.skip_ttl_deletions, task.skip_replicated_writes)
-        puts, deletes = _apply(task, collapse(wanted), counters)
+        if task.delta_layout is None:
+            puts, deletes = _apply(task, collapse(wanted), counters)
+        else:
+            rows, puts, deletes = _delta_rows(task, collapse(wanted), row_counts)
     error = caught.error
     newest = max((c.created_at for c in changes), default=0.0)
     oldest = min((c.created_at for c in changes), default=0.0)
@@ -123,7 +138,7 @@ def apply_partition(task: ApplyTask, rows: Iterator[Any]) -> Iterator[ApplyOutco
     yield ApplyOutcome(
         read, puts, deletes, counters.retries, frozenset(newest_by_shard), newest, error,
         tuple(newest_by_shard.items()), tuple(dropped.items()), skipped[0] if skipped else None,
-        oldest_created_at=oldest,
+        oldest_created_at=oldest, delta_rows=rows if error is None else None, unfit_values=row_counts.unfit_values,
     )  # fmt: skip
 
 
@@ -149,6 +164,19 @@ def _apply(task: ApplyTask, changes: list[ChangeRecord], counters: WriteCounters
         puts, deletes = put_or_delete(writer, (_state(task, change, lookups) for change in changes), renames)
         counters.add(writer.close())  # raises the first write failure
     return puts, deletes
+
+
+def _delta_rows(task: ApplyTask, changes: list[ChangeRecord], counts: RowCounts) -> tuple[pa.RecordBatch, int, int]:
+    """Each change's key state as a row for the driver's MERGE, attributes renamed as the table names them;
+    a change without its image is looked up first, as for a DynamoDB target. Returns (rows, puts, deletes)."""
+    renames = dict(task.renames)
+    lookups = CapacityLimiter(task.read_units_per_second, REPLICATION_BURST_SECONDS, starts_empty=True)
+    states = []
+    for keys, image in (_state(task, change, lookups) for change in changes):
+        renamed_image = rename_attributes(image, renames, tuple(keys)) if image is not None else None
+        states.append((rename_attributes(keys, renames, tuple(keys)), renamed_image))
+    deletes = sum(image is None for _, image in states)
+    return change_batch(states, task.delta_layout, counts), len(states) - deletes, deletes
 
 
 def _state(task: ApplyTask, change: ChangeRecord, lookups: CapacityLimiter) -> tuple[dict[str, Any], dict[str, Any] | None]:
@@ -190,13 +218,23 @@ def replication_rates(config: MigratorConfig, looks_up: bool) -> tuple[float, fl
     as the snapshot plans them: writeThroughput (else the table's capacity) × throughputWritePercent,
     and readThroughput × throughputReadPercent. The live table is described only when a change
     can need a lookup (`looks_up`)."""
-    target, live = config.target, config.live_source
+    target = config.target
     write_capacity = 0 if target.write_throughput else _capacity(target, "target")[1]
-    read_capacity = 0 if live.read_throughput or not looks_up else _capacity(live, "source")[0]
     return (
         planned_units(target.write_throughput, write_capacity, target.throughput_write_percent),
-        planned_units(live.read_throughput, read_capacity, live.throughput_read_percent),
+        _lookup_rate(config, looks_up),
     )
+
+
+def lookup_rates(config: MigratorConfig, stream: StreamInfo | KinesisStream) -> tuple[float, float]:
+    """A Delta target's rates: no DynamoDB writes to pace (0), and the live table's read rate for lookups."""
+    return 0.0, _lookup_rate(config, may_look_up(stream))
+
+
+def _lookup_rate(config: MigratorConfig, looks_up: bool) -> float:
+    live = config.live_source
+    read_capacity = 0 if live.read_throughput or not looks_up else _capacity(live, "source")[0]
+    return planned_units(live.read_throughput, read_capacity, live.throughput_read_percent)
 
 
 def may_look_up(stream: StreamInfo | KinesisStream) -> bool:

@@ -33,11 +33,13 @@ from migrator.replicate.apply import (
     ApplyTask,
     apply_partition,
     may_look_up,
+    lookup_rates,
     newest_orders,
     partition_share,
     replication_rates,
 )
 from migrator.replicate.checkpoint import Checkpoint
+from migrator.replicate.delta_apply import DeltaApplier, delta_applier
 from migrator.replicate.datasource import SOURCE_NAME, changes_source, feed_of
 from migrator.source.dynamodb_streams import StreamInfo
 from migrator.source.kinesis import KinesisStream, epoch_of
@@ -105,24 +107,17 @@ def replicate(
     source = live.client_spec("source")
     partitions = PARTITIONS_PER_CORE * spark.sparkContext.defaultParallelism
     spark.dataSource.register(changes_source(feed_of(stream, source, live.table), partitions))
-    task = ApplyTask(
-        source=source,
-        target=config.target.client_spec("target"),
-        source_table=live.table,
-        target_table=config.target.table,
-        renames=tuple(config.rename_map.items()),
-        batch_size=config.target.batch_size,
-        target_reports_capacity=not config.target.strips_consumed_capacity,
-        skip_ttl_deletions=config.target.skip_ttl_deletions,
-        skip_replicated_writes=config.target.skip_replicated_writes,
-        source_reports_capacity=not live.strips_consumed_capacity,
-    )
-    rates = replication_rates(config, looks_up=may_look_up(stream))
-    log.info(
-        "replication paced to %s WCU/s of writes (target.writeThroughput × throughputWritePercent) and %s RCU/s "
-        "of source lookups for changes without their new image (readThroughput × throughputReadPercent)",
-        f"{rates[0]:,.0f}", f"{rates[1]:,.0f}",
-    )
+    # Chosen once: a DynamoDB target is written by the executors; a Delta table gets each batch's
+    # rows merged by the driver, one commit per batch (`migrator.replicate.delta_apply`).
+    delta = delta_applier(config) if config.writes_delta else None
+    task = _apply_task(config, delta)
+    rates = replication_rates(config, looks_up=may_look_up(stream)) if delta is None else lookup_rates(config, stream)
+    if delta is None:
+        log.info(
+            "replication paced to %s WCU/s of writes (target.writeThroughput × throughputWritePercent) and %s RCU/s "
+            "of source lookups for changes without their new image (readThroughput × throughputReadPercent)",
+            f"{rates[0]:,.0f}", f"{rates[1]:,.0f}",
+        )
     summary = ReplicationSummary()
     metrics = metrics or ReplicationMetrics(config.ready_lag, config.metrics_port, config.metrics_host)
     alive = Checkpoint(spark, checkpoint)
@@ -146,6 +141,8 @@ def replicate(
             failed = [o.error for o in outcomes if o.error is not None]
             if failed:
                 raise failed[0]
+            if delta is not None:  # before Spark commits the batch: its version in the table marks it applied
+                delta.commit(batch_id, outcomes)
             if keeper is not None:  # before Spark commits the batch: a crash now replays it
                 keeper.applied(batch_id, {k: o for k, o in newest.items() if k not in batch_task.stale_keys}, orders)
             _record(summary, metrics, batch_id, outcomes)
@@ -216,6 +213,28 @@ def replicate(
             "run the job again: it resumes from the checkpoint"
         )
     return summary
+
+
+def _apply_task(config: MigratorConfig, delta: DeltaApplier | None) -> ApplyTask:
+    """What each executor needs to apply its changes: the target to write, or the Delta rows' layout."""
+    live, target = config.live_source, config.target
+    common = dict(
+        source=live.client_spec("source"),
+        target=target.client_spec("target"),
+        source_table=live.table,
+        target_table=target.table,
+        renames=tuple(config.rename_map.items()),
+        source_reports_capacity=not live.strips_consumed_capacity,
+    )
+    if delta is not None:
+        return ApplyTask(**common, batch_size=0, target_reports_capacity=False, delta_layout=delta.layout)
+    return ApplyTask(
+        **common,
+        batch_size=target.batch_size,
+        target_reports_capacity=not target.strips_consumed_capacity,
+        skip_ttl_deletions=target.skip_ttl_deletions,
+        skip_replicated_writes=target.skip_replicated_writes,
+    )
 
 
 _NOTHING_NEW = "Waiting for data to arrive"  # Spark's status after a trigger that found no new offsets

@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 from deltalake import DeltaTable
 from pyspark.sql import SparkSession
@@ -33,7 +32,7 @@ from migrator.snapshot.runner import UnitJobs, run_units
 from migrator.snapshot.savepoints import ResumePoint, SavepointStore, Side, SnapshotProgress, TargetTable, UnitLedger
 from migrator.snapshot.segment_delta import DeltaSegmentTask, write_delta_segment
 from migrator.snapshot.segment_read import read_settings
-from migrator.target.delta import DeltaLocation, check_location, create_table, segment_app_id, table_identity
+from migrator.target.delta import DeltaLocation, check_location, create_table, location_of, segment_app_id, table_identity
 from migrator.target.delta_rows import DeltaLayout, LayoutError
 from migrator.target.tables import TableInfo
 
@@ -86,13 +85,6 @@ def layout_of(target: DeltaTarget, source: TableInfo, renames: dict[str, str]) -
         return DeltaLayout(keys, tuple((c.name, c.type) for c in target.columns), tuple(target.partition_by))
     except LayoutError as exc:
         raise ConfigError(exc.key_path, f"{exc}; nothing was written") from None
-
-
-def location_of(target: DeltaTarget) -> DeltaLocation:
-    """Where the table is; a relative local path is the driver's, made absolute for the executors."""
-    if target.is_s3:
-        return DeltaLocation(target.uri, target.client_spec("target"))
-    return DeltaLocation(str(Path(target.uri).absolute()))
 
 
 def target_side(target: DeltaTarget) -> Side:

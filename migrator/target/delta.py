@@ -26,8 +26,10 @@ from deltalake.exceptions import DeltaError
 
 from migrator import aws
 from migrator.aws import translated
+from migrator.config import DeltaTarget
 from migrator.connection import ClientSpec
 from migrator.errors import DeltaTargetError, MigratorError
+from migrator.target.delta_changes import DELETED_COLUMN
 from migrator.target.delta_rows import DeltaLayout
 
 TRANSACTION_VERSION = 0  # each segment (or data file) has its own app id, committed once: its one version
@@ -46,6 +48,13 @@ class DeltaLocation:
 
     def open(self) -> DeltaTable:
         return DeltaTable(self.uri, storage_options=self.storage_options())
+
+
+def location_of(target: DeltaTarget) -> DeltaLocation:
+    """Where target.path's table is; a relative local path is the driver's, made absolute for the executors."""
+    if target.is_s3:
+        return DeltaLocation(target.uri, target.client_spec("target"))
+    return DeltaLocation(str(Path(target.uri).absolute()))
 
 
 def check_location(location: DeltaLocation, layout: DeltaLayout) -> DeltaTable | None:
@@ -164,3 +173,49 @@ def _holds_files(location: DeltaLocation) -> bool:
             Bucket=bucket, Prefix=f"{prefix}/" if prefix else "", MaxKeys=1
         )
     return bool(listed.get("KeyCount"))
+
+
+def merge_once(location: DeltaLocation, layout: DeltaLayout, app_id: str, version: int, changes: pa.Table) -> bool:
+    """Apply one replicated batch's changes (`migrator.target.delta_changes`) as one MERGE by key,
+    committed with the application transaction (`app_id`, `version`).
+
+    False, and nothing written, when the table already holds that version of `app_id`: the batch
+    was committed before a crash kept Spark from recording it, and is replayed. A batch with no
+    change is not committed (a replay of it changes nothing either). A table holding a later
+    version than `version` raises DeltaTargetError: the checkpoint is behind the table.
+    """
+    table = location.open()
+    applied = table.transaction_version(app_id)
+    if applied == version:
+        return False
+    if applied is not None and applied > version:
+        raise DeltaTargetError(
+            location.uri,
+            f"holds batch {applied} of replication {app_id!r}, but the checkpoint is at batch {version}: it was "
+            "deleted, or belongs to another replication; nothing was written: restore the checkpoint, or start "
+            "over into a new target.path (or give this replication its own appName)",
+        )
+    if changes.num_rows == 0:
+        return True
+    deleted = f"source.{_quoted(DELETED_COLUMN)}"
+    values = {_quoted(name): f"source.{_quoted(name)}" for name in layout.column_names}
+    (
+        table.merge(
+            changes, predicate=_same_key(layout), source_alias="source", target_alias="target",
+            commit_properties=CommitProperties(app_transactions=[Transaction(app_id, version)]),
+        )  # fmt: skip
+        .when_matched_delete(predicate=deleted)
+        .when_matched_update(updates=values)
+        .when_not_matched_insert(updates=values, predicate=f"NOT {deleted}")
+        .execute()
+    )
+    return True
+
+
+def _same_key(layout: DeltaLayout) -> str:
+    return " AND ".join(f"target.{_quoted(name)} = source.{_quoted(name)}" for name, _ in layout.keys)
+
+
+def _quoted(name: str) -> str:
+    """A column name in a delta-rs SQL expression, whatever characters it holds."""
+    return "`" + name.replace("`", "``") + "`"

@@ -78,11 +78,30 @@ def test_a_column_named_twice_is_refused():
     assert "columns names a more than once" in refusal(ConfigError, columns=columns)
 
 
-def test_replication_into_delta_is_refused_at_load():
-    message = refusal(UnsupportedFeature, streamChanges=True)
+def test_replication_of_the_dynamodb_stream_into_delta_loads():
+    config = parse_config(text(streamChanges=True), FILE).config
 
-    assert message.startswith("target.streamChanges: replicating changes into a Delta table is not supported")
-    assert "streamChanges: false" in message
+    assert config.writes_delta and config.target.stream_changes is True and config.kinesis is None
+
+
+def test_replication_of_a_kinesis_stream_into_delta_is_refused_at_load():
+    kinesis = {"type": "kinesis", "streamArn": "arn:aws:kinesis:us-east-1:123456789012:stream/orders"}
+
+    message = refusal(UnsupportedFeature, streamChanges=kinesis)
+
+    assert message.startswith(
+        "target.streamChanges: replicating a Kinesis data stream's changes into a Delta table is not supported"
+    )
+    assert "streamChanges: true" in message and "\n" not in message
+
+
+def test_restart_on_an_invalid_checkpoint_with_a_delta_target_is_refused_at_load():
+    document = copy.deepcopy(BASE)
+    document["target"]["streamChanges"] = True
+    document["invalidCheckpointBehavior"] = "restart"
+
+    with pytest.raises(UnsupportedFeature, match="^invalidCheckpointBehavior: restart \\(copying the table again\\) with a Delta target"):
+        parse_config(yaml.safe_dump(document), FILE)
 
 
 def test_an_export_source_into_delta_loads():

@@ -1,0 +1,87 @@
+"""Replication into a Delta table (`target.type: delta`): the driver's side of each micro-batch.
+
+The executors collapse each partition's changes as for a DynamoDB target (`migrator.replicate.apply`),
+but return each key's final state as rows (`migrator.target.delta_changes`) instead of writing it.
+The driver gathers the batch's rows (a batch is bounded by the stream's batch size) and applies
+them as ONE Delta MERGE by key, committed with an application transaction: app id the
+replication's appName, version Spark's batch id (`migrator.target.delta.merge_once`). A batch
+replayed after a crash between the Delta commit and Spark's checkpoint commit finds its version
+in the table and is not applied twice.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+
+import pyarrow as pa
+from deltalake import DeltaTable
+from deltalake.exceptions import DeltaError
+
+from migrator.config import DeltaTarget, MigratorConfig
+from migrator.errors import DeltaTargetError, MigratorError
+from migrator.replicate.apply import ApplyOutcome
+from migrator.replicate.checkpoint import app_name
+from migrator.target.delta import DeltaLocation, check_location, location_of, merge_once
+from migrator.target.delta_changes import change_schema
+from migrator.target.delta_rows import ITEM_COLUMN, DeltaLayout
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DeltaApplier:
+    """Where each batch's rows are merged, with which columns, under which application id."""
+
+    location: DeltaLocation
+    layout: DeltaLayout
+    app_id: str
+
+    def commit(self, batch_id: int, outcomes: list[ApplyOutcome]) -> bool:
+        """Merge the batch's rows as one commit; False when the table already holds this batch."""
+        parts = [outcome.delta_rows for outcome in outcomes if outcome.delta_rows is not None]
+        rows = pa.Table.from_batches(parts, schema=change_schema(self.layout))
+        try:
+            merged = merge_once(self.location, self.layout, self.app_id, batch_id, rows)
+        except (DeltaError, OSError) as exc:
+            error = MigratorError(
+                f"merging batch {batch_id} into the Delta table {self.location.uri} failed "
+                f"({type(exc).__name__}: {str(exc)[:300]}); run the job again: the batch is replayed"
+            )
+            error.retryable = True
+            raise error from None
+        if not merged:
+            log.info(
+                "replicate: batch %d is in the Delta table already (app id %r, committed before a stop): not applied again",
+                batch_id, self.app_id,
+            )  # fmt: skip
+        return merged
+
+
+def delta_applier(config: MigratorConfig) -> DeltaApplier:
+    """The applier for config's Delta target; the table must exist (the snapshot creates it)."""
+    location = location_of(config.target)
+    if not DeltaTable.is_deltatable(location.uri, storage_options=location.storage_options()):
+        raise DeltaTargetError(
+            location.uri,
+            "holds no Delta table: changes are merged into the table the snapshot writes; run the job with "
+            "the snapshot (without skipInitialSnapshotTransfer) first",
+        )
+    layout = layout_of_table(location.open(), config.target)
+    check_location(location, layout)  # target.columns and partitionBy must be the table's
+    return DeltaApplier(location, layout, app_name(config))
+
+
+def layout_of_table(table: DeltaTable, target: DeltaTarget) -> DeltaLayout:
+    """The table's layout as the snapshot made it: key columns are those neither in target.columns nor
+    `_item`. Only binary keys need their type here (numbers and strings are both text columns)."""
+    projected = {column.name for column in target.columns}
+    fields = json.loads(table.schema().to_json())["fields"]
+    keys = tuple(
+        (field["name"], "B" if field["type"] == "binary" else "S")
+        for field in fields
+        if field["name"] not in projected and field["name"] != ITEM_COLUMN
+    )
+    columns = tuple((column.name, column.type) for column in target.columns)
+    return DeltaLayout(keys, columns, tuple(target.partition_by))

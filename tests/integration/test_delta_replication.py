@@ -1,0 +1,221 @@
+"""Replication into a Delta table (`target.type: delta`, `streamChanges: true`): each micro-batch one MERGE.
+
+Driven two ways: `replicate()` against the scripted DynamoDB Streams server (a replayed batch,
+the Delta log's commits), and the whole run (`migrate`: snapshot into Delta, then changes) on
+moto's DynamoDB Streams. The table is read back with deltalake and `_item` compared with the
+source's items exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Callable
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable
+
+from migrator.config import load_config
+from migrator.errors import DeltaTargetError
+from migrator.items import from_dynamodb_json
+from migrator.replicate.query import replicate
+from migrator.run import migrate
+from migrator.source.dynamodb_streams import StreamInfo
+from migrator.target.delta import DeltaLocation, create_table, merge_once
+from migrator.target.delta_changes import change_batch
+from migrator.target.delta_rows import DeltaLayout, RowCounts
+from migrator.validate.compare import items_equal
+from testsupport.endpoint import put_items, scan_all, side
+from testsupport.jobs import write_config
+from testsupport.sample_data import create_sample_table, make_items
+from testsupport.streamserver import ScriptedStreamServer, make_shard_id
+
+from tests.integration.test_replicate_scripted import KEY_NAMES, KEY_SCHEMA, VIEW, Script, committed
+
+pytestmark = pytest.mark.integration
+
+A, B = make_shard_id("a"), make_shard_id("b")
+LAYOUT = DeltaLayout((("pk", "S"), ("sk", "N")))
+RUN_SECONDS = 60
+APP_NAME = "orders-into-delta"
+
+
+def delta_items(path: Path) -> dict[tuple, dict]:
+    """The Delta table's items (from `_item`, wire form) by key; empty when there is no table yet."""
+    if not DeltaTable.is_deltatable(str(path)):
+        return {}
+    rows = DeltaTable(str(path)).to_pyarrow_table().to_pylist()
+    items = [json.loads(row["_item"]) for row in rows]
+    assert len({json.dumps(_key(item), sort_keys=True) for item in items}) == len(items), "a key is in the table twice"
+    return {_key(item): item for item in items}
+
+
+def _key(item: dict) -> tuple:
+    return tuple(sorted((name, json.dumps(item[name], sort_keys=True)) for name in item if name in ("pk", "sk")))
+
+
+def same_items(expected: list[dict], found: dict[tuple, dict]) -> bool:
+    """Every expected item (boto3's form, as a client's scan gives it) in the table exactly, and nothing else."""
+    if len(expected) != len(found):
+        return False
+    return all(
+        _key(item) in found and items_equal(item, from_dynamodb_json(found[_key(item)])) for item in expected
+    )
+
+
+def scripted(script: Script) -> list[dict]:
+    """The scripted source's items (wire form) in boto3's form."""
+    return [from_dynamodb_json(item) for item in script.expected().values()]
+
+
+def log_commits(path: Path) -> list[dict]:
+    """Each commit of the table's log: its operation and its application transactions."""
+    commits = []
+    for entry in sorted((path / "_delta_log").glob("*.json")):
+        actions = [json.loads(line) for line in entry.read_text().splitlines() if line.strip()]
+        info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
+        commits.append({"operation": info["operation"], "txn": [a["txn"] for a in actions if "txn" in a]})
+    return commits
+
+
+class DeltaReplication:
+    """replicate() from a scripted stream into a Delta table made as the snapshot makes it."""
+
+    def __init__(self, spark, server: ScriptedStreamServer, tmp_path: Path):
+        self.spark, self.server = spark, server
+        self.path = tmp_path / "table"
+        create_table(DeltaLocation(str(self.path)), LAYOUT)
+        config = write_config(tmp_path, {
+            "source": side(server.endpoint_url, server.table_name),
+            "target": {"type": "delta", "path": str(self.path), "streamChanges": True},
+            "appName": APP_NAME,
+        })  # fmt: skip
+        self.config = load_config(str(config)).config
+        self.stream = StreamInfo(server.stream_arn, VIEW, KEY_NAMES)
+        self.checkpoint = tmp_path / "checkpoint"
+
+    def run_until(self, done: Callable[[dict], bool], on_poll: Callable[[dict], None] | None = None):
+        deadline = time.monotonic() + RUN_SECONDS
+        reached = {"done": False}
+
+        def should_stop(summary) -> bool:
+            state = delta_items(self.path)
+            if on_poll is not None:
+                on_poll(state)
+            reached["done"] = done(state)
+            return reached["done"] or time.monotonic() > deadline
+
+        summary = replicate(self.spark, self.config, self.stream, str(self.checkpoint), should_stop=should_stop)
+        assert reached["done"], f"the Delta table did not converge in {RUN_SECONDS} s: {sorted(delta_items(self.path))}"
+        return summary
+
+    def converged(self, script: Script) -> Callable[[dict], bool]:
+        return lambda state: same_items(scripted(script), state) and committed(self.checkpoint)
+
+
+@pytest.fixture
+def server():
+    with ScriptedStreamServer(table_name="orders", key_schema=KEY_SCHEMA, view_type=VIEW) as started:
+        yield started
+        assert not started.errors, f"the scripted server hit unexpected errors: {started.errors}"
+
+
+def test_puts_updates_deletes_converge_one_merge_commit_per_batch_and_a_replayed_batch_applies_once(
+    spark, server, tmp_path
+):
+    script = Script(server)
+    server.add_shard(A)
+    for pk in ("k1", "k2", "k3", "k4"):
+        script.put(A, pk)
+    first = script.expected()
+    phase = {"second": False}
+
+    def on_poll(state: dict) -> None:
+        if not phase["second"] and same_items([from_dynamodb_json(item) for item in first.values()], state):
+            phase["second"] = True  # batch 0 merged: a later batch updates, deletes and inserts
+            script.put(A, "k1")
+            script.delete(A, "k2")
+            script.put(A, "k5")
+
+    run = DeltaReplication(spark, server, tmp_path)
+    run.run_until(lambda state: phase["second"] and run.converged(script)(state), on_poll=on_poll)
+    merges = [c for c in log_commits(run.path) if c["operation"] == "MERGE"]
+    assert len(merges) >= 2
+    versions = [txn["version"] for commit in merges for txn in commit["txn"]]
+    assert all(len(c["txn"]) == 1 and c["txn"][0]["appId"] == APP_NAME for c in merges), merges
+    assert versions == sorted(set(versions)), f"a batch was merged twice: {versions}"
+
+    # A crash after the last batch's Delta commit but before Spark committed it: drop Spark's commit.
+    spark_commits = sorted((p for p in (run.checkpoint / "commits").iterdir() if p.name.isdigit()), key=lambda p: int(p.name))
+    replayed = int(spark_commits[-1].name)
+    assert replayed == versions[-1], (replayed, versions)
+    spark_commits[-1].unlink()
+    (spark_commits[-1].parent / f".{replayed}.crc").unlink(missing_ok=True)
+    script.put(A, "k3")  # written while stopped: the run after the replay applies it
+    script.delete(A, "k4")
+
+    run.run_until(run.converged(script))
+
+    merges = [c for c in log_commits(run.path) if c["operation"] == "MERGE"]
+    versions = [txn["version"] for commit in merges for txn in commit["txn"]]
+    assert versions.count(replayed) == 1, f"the replayed batch {replayed} was merged again: {versions}"
+    assert versions == sorted(set(versions)) and versions[-1] > replayed
+    assert DeltaTable(str(run.path)).transaction_version(APP_NAME) == versions[-1]
+    assert set(k[0][1] for k in delta_items(run.path)) == {'{"S": "k1"}', '{"S": "k3"}', '{"S": "k5"}'}
+
+
+def test_a_batch_the_table_holds_is_skipped_and_one_behind_it_is_refused(tmp_path):
+    """merge_once on a real local Delta table: the replay of the last merged batch writes nothing, and a
+    batch id below the table's (a deleted checkpoint numbering from 0 again) is refused, not skipped."""
+    location = DeltaLocation(str(tmp_path / "table"))
+    create_table(location, LAYOUT)
+    item = {"pk": {"S": "k1"}, "sk": {"N": "0"}, "v": {"N": "1"}}
+    rows = pa.Table.from_batches([change_batch([({"pk": item["pk"], "sk": item["sk"]}, item)], LAYOUT, RowCounts())])
+    assert merge_once(location, LAYOUT, APP_NAME, 3, rows)
+    commits_before = log_commits(tmp_path / "table")
+
+    assert not merge_once(location, LAYOUT, APP_NAME, 3, rows)
+    with pytest.raises(DeltaTargetError, match="holds batch 3 of replication 'orders-into-delta', but the checkpoint is at batch 0"):
+        merge_once(location, LAYOUT, APP_NAME, 0, rows)
+
+    assert log_commits(tmp_path / "table") == commits_before
+    assert list(delta_items(tmp_path / "table").values()) == [item]
+
+
+def test_snapshot_into_delta_then_changes_through_the_run_on_moto_streams(spark, dynamodb, endpoint_url, table_name, tmp_path):
+    source = table_name("delta-live")
+    create_sample_table(dynamodb, source)
+    put_items(dynamodb, source, make_items(60))
+    path = tmp_path / "table"
+    config = write_config(tmp_path, {
+        "source": side(endpoint_url, source, scanSegments=2),
+        "target": {"type": "delta", "path": str(path), "streamChanges": True},
+        "checkpointLocation": str(tmp_path / "checkpoint"),
+        "savepoints": {"path": str(tmp_path / "savepoints")},
+    })  # fmt: skip
+    keys = [{name: item[name] for name in ("pk", "sk")} for item in scan_all(dynamodb, source)]
+    changed = {"done": False}
+    deadline = time.monotonic() + 120
+
+    def should_stop(summary) -> bool:
+        if not changed["done"]:  # the snapshot is in the table: change the source
+            changed["done"] = True
+            put_items(dynamodb, source, make_items(5, start=1000))
+            dynamodb.update_item(
+                TableName=source, Key=keys[0], UpdateExpression="SET note = :n",
+                ExpressionAttributeValues={":n": {"S": "updated after the snapshot"}},
+            )  # fmt: skip
+            for key in keys[1:4]:
+                dynamodb.delete_item(TableName=source, Key=key)
+            return False
+        return same_items(scan_all(dynamodb, source), delta_items(path)) or time.monotonic() > deadline
+
+    result = migrate(load_config(str(config)), lambda: spark, should_stop=should_stop)
+
+    assert result.snapshot.written == 60
+    assert same_items(scan_all(dynamodb, source), delta_items(path)), "the Delta table did not converge to the source"
+    assert result.replication.puts >= 6 and result.replication.deletes >= 3
+    merges = [c for c in log_commits(path) if c["operation"] == "MERGE"]
+    assert merges and all(c["txn"][0]["appId"] == f"migrator_{source}" for c in merges)
