@@ -10,6 +10,7 @@ savepoint or checkpoint folder), the plan says it was not made.
 from __future__ import annotations
 
 import os
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -17,7 +18,9 @@ from typing import Any, Mapping
 from migrator import aws
 from migrator.config import LoadedConfig, MigratorConfig
 from migrator.driver_region import with_the_drivers_region
-from migrator.errors import SavepointError, StreamNotEnabled, UnsupportedFeature
+from migrator.errors import (
+    MetricsPortUnavailable, ProgressPortUnavailable, SavepointError, StreamNotEnabled, UnsupportedFeature,
+)  # fmt: skip
 from migrator.replicate import chaining, checkpoint
 from migrator.run import check_recorded_target, copied_in_config, imported_so_far, target_in_config
 from migrator.snapshot import delta_copy, export_import, export_write, savepoint_folders
@@ -51,7 +54,14 @@ def dry_run(loaded: LoadedConfig) -> DryRunReport:
     """Run the migration's checks and describe what it would do; raises as the real run would on bad input."""
     loaded = with_the_drivers_region(loaded)
     config = loaded.config
-    report = DryRunReport(f"{config.source.table} → {config.target.name}")
+    report = _plan(loaded, DryRunReport(f"{config.source.table} → {config.target.name}"))
+    _add_ports(config, report)
+    return report
+
+
+def _plan(loaded: LoadedConfig, report: DryRunReport) -> DryRunReport:
+    """The checks and plan of the run's kind of migration."""
+    config = loaded.config
     if config.imports_export and config.writes_delta:
         raise UnsupportedFeature(
             "a dry run of an S3 export import into a Delta table", "--dry-run", "run without --dry-run",
@@ -167,6 +177,35 @@ def _add_target(config: MigratorConfig, existing: tables.TableInfo | None, creat
         report.add("target", f"would create {describe_creation(creation)}")
     else:
         report.add("target", f"table {config.target.table!r} exists with matching keys: {_describe_table(existing)}")
+
+
+def _add_ports(config: MigratorConfig, report: DryRunReport) -> None:
+    """The ports the config pins, opened and closed at once: one another process listens on is the run's error."""
+    if config.metrics_port is not None:
+        _check_port(config.metrics_port, config.metrics_host, MetricsPortUnavailable)
+        report.add("metrics", f"metricsPort {config.metrics_port} on {config.metrics_host}: free")
+    if config.progress_port is not None:
+        host = progress_bind_address()
+        _check_port(config.progress_port, host, ProgressPortUnavailable)
+        report.add("progress", f"progressPort {config.progress_port} on {host}: free on this machine, "
+                   "where the driver runs in client mode (in cluster mode the driver's host is chosen at launch)")  # fmt: skip
+
+
+def _check_port(port: int, host: str, unavailable: type[MetricsPortUnavailable | ProgressPortUnavailable]) -> None:
+    """Listen on the port as the run's servers do (address reuse on, so a port in TIME_WAIT passes), then close it."""
+    try:
+        with socket.socket() as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+            probe.listen()
+    except OSError as exc:
+        raise unavailable(port, exc, host) from None
+
+
+def progress_bind_address() -> str:
+    """Where the run's progress channel would listen: spark.driver.bindAddress, else spark.driver.host
+    (as `runner.driver_addresses` reads them from the session), else every address."""
+    return submitted_setting("spark.driver.bindAddress") or submitted_setting("spark.driver.host") or "0.0.0.0"
 
 
 def _add_checkpoint(config: MigratorConfig, report: DryRunReport) -> None:

@@ -6,6 +6,7 @@ would fail the job ("starting Spark"), so an exit 0 also proves no session was s
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
@@ -208,3 +209,42 @@ def test_a_written_export_is_planned_and_its_folder_stays_empty(dynamodb, endpoi
     assert "4 scan segments" in result.stdout
     assert f"would write a new export under {exports}: _started, 4 gzip DYNAMODB_JSON data files" in result.stdout
     assert files_under(exports) == []
+
+
+@pytest.mark.parametrize("key", ["metricsPort", "progressPort"])
+def test_a_port_another_process_listens_on_is_the_runs_error(key, dynamodb, endpoint_url, table_name, tmp_path):
+    source, target = table_name("dry-port-src"), table_name("dry-port-dst")
+    create_sample_table(dynamodb, source)
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        config = write_config(tmp_path, {"source": side(endpoint_url, source), "target": side(endpoint_url, target), key: port})
+
+        result = dry_run(config, tmp_path)
+
+    assert result.returncode == 2
+    assert_one_clear_line(result, [f"{key} {port}", "is already in use"])
+    assert target not in list_tables(dynamodb)
+
+
+def test_free_ports_are_checked_and_named_in_the_plan(dynamodb, endpoint_url, table_name, tmp_path):
+    source, target = table_name("dry-freeport-src"), table_name("dry-freeport-dst")
+    create_sample_table(dynamodb, source)
+    metrics_port, progress_port = free_port(), free_port()
+    config = write_config(tmp_path, {
+        "source": side(endpoint_url, source), "target": side(endpoint_url, target),
+        "metricsPort": metrics_port, "metricsHost": "127.0.0.1", "progressPort": progress_port,
+    })  # fmt: skip
+
+    result = dry_run(config, tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert f"metricsPort {metrics_port} on 127.0.0.1: free" in result.stdout
+    assert f"progressPort {progress_port} on 0.0.0.0" in result.stdout
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
