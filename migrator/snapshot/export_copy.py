@@ -107,14 +107,14 @@ def read_changes(task: FileTask) -> Iterator[tuple[tuple[str, str], IncrementalR
     whole, so the driver sees every file's fate before anything is written.
     """
     started = time.monotonic()
-    count = 0
+    count = [0]  # read by the progress reports' thread
     with errors_returned(f"reading {task.file_key}", file_failed(task), keep=names_its_file) as caught:
-        with local_copy(task) as copy:
+        with local_copy(task) as copy, reporting(task.progress, task.number, lambda: RunningCounts(count[0])):
             for record in read_incremental_records(task.data_file, copy, task.output_format):
-                count += 1
+                count[0] += 1
                 yield (RECORD, record.key), record
     outcome = FileOutcome(
-        file_key=task.file_key, number=task.number, items=count, seconds=time.monotonic() - started, error=caught.error
+        file_key=task.file_key, number=task.number, items=count[0], seconds=time.monotonic() - started, error=caught.error
     )
     yield (FILE, task.file_key), outcome
 
@@ -127,8 +127,11 @@ def is_file_outcome(pair: tuple[tuple[str, str], object]) -> bool:
     return pair[0][0] == FILE
 
 
-def apply_changes(writes: TargetWrites, records: Iterable[IncrementalRecord]) -> Iterator[ChangesOutcome]:
-    """Each key's newest record: put its image, or delete the key; yields one outcome for the partition."""
+def apply_changes(
+    writes: TargetWrites, progress: ProgressAddress | None, partition: int, records: Iterable[IncrementalRecord]
+) -> Iterator[ChangesOutcome]:
+    """Each key's newest record: put its image, or delete the key; yields one outcome for the partition,
+    which reports its running counts to `progress` (the driver) meanwhile."""
     renames = dict(writes.renames)
     puts = deletes = 0
     counters = WriteCounters()
@@ -137,13 +140,13 @@ def apply_changes(writes: TargetWrites, records: Iterable[IncrementalRecord]) ->
         return MigratorError(f"applying an incremental export to {writes.table!r} failed: {cause}")
 
     with errors_returned("applying incremental changes", failed, keep=lambda error: True) as caught:
-        with _writer(writes) as writer:
+        with _writer(writes) as writer, reporting(progress, partition, lambda: RunningCounts(*writer.written_so_far())):
             # A deleted item's record has no image (`IncrementalRecord.is_delete`): its key is deleted.
             puts, deletes = put_or_delete(writer, ((record.keys, record.new_image) for record in records), renames)
             counters = writer.close()
     yield ChangesOutcome(
         puts=puts, deletes=deletes, written=puts + deletes, retries=counters.retries,
-        unprocessed_retries=counters.unprocessed_retries, error=caught.error,
+        unprocessed_retries=counters.unprocessed_retries, error=caught.error, partition=partition,
     )  # fmt: skip
 
 

@@ -12,7 +12,8 @@ Incremental export: each key's newest record across all files wins
 (`migrator.export.incremental`), so files cannot be applied one at a time. One Spark job
 reads every file (a task each), keys the records and reduces them by key; the driver then
 looks at every file's outcome, and only when all were read whole are the puts and deletes
-written, a partition per task. A damaged file therefore writes nothing. The savepoint lists
+written, a partition per task. A damaged file therefore writes nothing. Both jobs' tasks report their
+running counts (records read, then changes applied) to the driver's progress lines, bar and metrics. The savepoint lists
 the files once all are applied; an interrupted incremental import reads them all again,
 which is safe: writing each key's newest state a second time changes nothing.
 """
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -45,11 +47,11 @@ from migrator.snapshot.export_copy import (
     is_record,
     read_changes,
 )
-from migrator.snapshot.outcomes import FileOutcome
+from migrator.snapshot.outcomes import ChangesOutcome, FileOutcome
 from migrator.snapshot.preflight import Preflight
 from migrator.metrics import SnapshotMetrics
 from migrator.plan import planned_units
-from migrator.snapshot.progress import ImportSummary, ProgressReporter, ProgressScale
+from migrator.snapshot.progress import ImportSummary, ProgressReporter, ProgressScale, RecordsRead
 from migrator.snapshot.progress_bar import watched_on_a_terminal
 from migrator.snapshot.progress_channel import ProgressAddress, ProgressChannel
 from migrator.snapshot.savepoints import ImportProgress, SavepointStore, UnitLedger, TargetTable
@@ -145,7 +147,8 @@ def import_export(
     ledger.start()
     tasks = [file_task(config, checks, data_file, number, plan, channel.address) for number, data_file in pending]
     if tasks and manifests.summary.is_incremental:
-        _apply_incremental(spark, tasks, plan, summary, ledger)
+        watch = Watch(channel, metrics, progress_bar and watched_on_a_terminal(spark))
+        _apply_incremental(spark, tasks, plan, summary, ledger, watch)
     elif tasks:
         reporter = ProgressReporter(summary, import_scale(manifests, done), running=channel.counting(), metrics=metrics)
 
@@ -176,37 +179,69 @@ def plan_files(config: MigratorConfig, files: int, target: TableInfo, parallelis
     )
 
 
+@dataclass(frozen=True)
+class Watch:
+    """How an import's progress is shown: running units' counts, the metrics, a bar or lines."""
+
+    channel: ProgressChannel
+    metrics: SnapshotMetrics | None
+    bar: bool
+
+
 def _apply_incremental(
-    spark: SparkSession, tasks: list[FileTask], plan: ImportPlan, summary: ImportSummary, ledger: UnitLedger
-) -> None:
-    """Read every file, reduce to the newest record per key, and write only if every file was read whole."""
+    spark: SparkSession, tasks: list[FileTask], plan: ImportPlan, summary: ImportSummary, ledger: UnitLedger,
+    watch: Watch,
+) -> None:  # fmt: skip
+    """Read every file, reduce to the newest record per key, and write only if every file was read whole.
+
+    Each phase is one Spark job whose units end together, so its progress is what the running
+    units report: records read per file, then changes applied per partition (those count as the
+    import's items, in the lines and the metrics)."""
     sc = spark.sparkContext
     name = f"import {summary.source} → {summary.target_table}"
     newest = (
         sc.parallelize(tasks, len(tasks))  # one task per file
         .flatMap(read_changes)
         .reduceByKey(newer, plan.concurrency)  # file outcomes have distinct keys: never reduced
-        .persist(StorageLevel.MEMORY_AND_DISK)  # read once, by both jobs below
+        .persist(StorageLevel.MEMORY_AND_DISK)  # read once, by the jobs below
     )
     try:  # Ctrl+C and SIGTERM cancel the running job; nothing is recorded
         sc.setJobDescription(f"{name}: read {len(tasks)} incremental data files")
-        outcomes = run_action(spark, newest.filter(is_file_outcome).values().collect, "import")
-        raise_first_failure(tasks, outcomes)
+        reading = ProgressScale("import", "files read", summary.items_total, 0, counts="records", done="read")
+        reader = ProgressReporter(RecordsRead(len(tasks)), reading, running=watch.channel.counting())
+        with reader.watching(watch.bar):
+            outcomes = run_action(spark, newest.filter(is_file_outcome).values().collect, "import")
+            raise_first_failure(tasks, outcomes)
+            for outcome in outcomes:
+                reader.record(outcome)
         summary.items_read = sum(outcome.items for outcome in outcomes)
-        summary.files_imported = len(outcomes)
-        log.info("import: %d records read from %d files; writing the newest of each key", summary.items_read, len(tasks))
+        keys = run_action(spark, newest.filter(is_record).count, "import")
+        log.info("import: %d records read from %d files; writing the newest of each of %d keys", summary.items_read, len(tasks), keys)
         sc.setJobDescription(f"{name}: write the newest record of each key")
-        writes = partial(apply_changes, tasks[0].writes)
-        results = run_action(spark, newest.filter(is_record).values().mapPartitions(writes).collect, "import")
+        writing = ProgressScale("import", "files", keys, 0, counts="changes", done="applied")
+        writer = ProgressReporter(summary, writing, running=watch.channel.counting(), metrics=watch.metrics)
+        writes = partial(apply_changes, tasks[0].writes, tasks[0].progress)
+        with writer.watching(watch.bar):
+            results = run_action(spark, newest.filter(is_record).values().mapPartitionsWithIndex(writes).collect, "import")
+            _record_changes(results, summary, writer, len(tasks))
     except (Py4JError, CapturedException) as exc:  # the Spark job itself failed (executor lost, out of memory)
         raise MigratorError(f"{name}: Spark job failed: {failed_job_cause(exc)}; rerun to apply the export again") from None
     finally:
         _unpersist(newest)
+    ledger.record_all([task.file_key for task in tasks])
+
+
+def _record_changes(results: list[ChangesOutcome], summary: ImportSummary, writer: ProgressReporter, files: int) -> None:
+    """The partitions' outcomes, counted once all are known: a failed one stops the import, and the files
+    count as imported only when every change is applied."""
     for result in results:
         if result.error is not None:
             raise result.error
-        summary.add_changes(result)
-    ledger.record_all([task.file_key for task in tasks])
+    *before_last, last = results
+    for result in before_last:
+        writer.record(result)
+    summary.files_imported = files  # before the last partition's: its line is the final one
+    writer.record(last)
 
 
 def _unpersist(rdd: Any) -> None:

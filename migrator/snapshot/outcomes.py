@@ -105,3 +105,8 @@ class ChangesOutcome(UnitOutcome):
 
     puts: int = 0
     deletes: int = 0
+    partition: int = 0  # of the newest records, as its task reports running counts
+
+    @property
+    def unit(self) -> int:
+        return self.partition

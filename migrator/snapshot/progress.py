@@ -55,6 +55,8 @@ class ProgressScale:
     unit: str  # "segments", "files"
     expected_items: int  # the whole copy's items, as far as they are known
     items_before: float  # of those, the items of the units done before this run (or skipped on request)
+    counts: str = "items"  # what the items are: "records" read, "changes" applied
+    done: str = "copied"  # what was done to them
 
 
 @dataclass
@@ -222,8 +224,8 @@ class ProgressReporter:
         seconds = eta_seconds(s, scale, items)
         eta = "unknown" if seconds is None else f"{seconds:,.0f}s"
         return (
-            f"{scale.name}: {s.units_done}/{s.units_total} {scale.unit}, {items:,} items copied, "
-            f"{rate:,.0f} items/s, ETA {eta}"
+            f"{scale.name}: {s.units_done}/{s.units_total} {scale.unit}, {items:,} {scale.counts} {scale.done}, "
+            f"{rate:,.0f} {scale.counts}/s, ETA {eta}"
         )
 
 
@@ -261,6 +263,29 @@ def eta_seconds(summary: UnitTotals, scale: ProgressScale, items_this_run: int) 
     if s.units_this_run:  # DescribeTable's ItemCount is stale (refreshed about every 6 hours): go by units
         return s.seconds / s.units_this_run * units_left
     return None
+
+
+@dataclass
+class RecordsRead:
+    """An incremental export's first phase: its data files read whole into their records (nothing written)."""
+
+    units_total: int  # data files
+    units_done: int = 0
+    written: int = 0  # records read: what the phase's units count, under `UnitTotals`' name
+    item_bytes: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def units_this_run(self) -> int:
+        return self.units_done
+
+    @property
+    def seconds(self) -> float:
+        return time.monotonic() - self.started
+
+    def add(self, outcome: FileOutcome) -> None:
+        self.units_done += 1
+        self.written += outcome.items
 
 
 @dataclass
@@ -308,8 +333,11 @@ class ImportSummary:
     def units_this_run(self) -> int:
         return self.files_imported
 
-    def add(self, outcome: FileOutcome) -> None:
-        """A full export's file, imported."""
+    def add(self, outcome: FileOutcome | ChangesOutcome) -> None:
+        """A full export's file imported, or a partition of an incremental export's newest records applied."""
+        if isinstance(outcome, ChangesOutcome):
+            self.add_changes(outcome)
+            return
         self.files_imported += 1
         self.items_read += outcome.items
         self.puts += outcome.written

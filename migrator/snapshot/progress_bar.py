@@ -62,7 +62,7 @@ def progress_bar(scale: ProgressScale) -> Iterator[ProgressBar]:
     """Draw the bar on stdout until the block ends, log lines above it."""
     items_before = round(scale.items_before)
     with logging_redirect_tqdm(), tqdm(
-        total=scale.expected_items, initial=items_before, desc=scale.name, unit=" items", unit_scale=True,
+        total=scale.expected_items, initial=items_before, desc=scale.name, unit=f" {scale.counts}", unit_scale=True,
         smoothing=0, file=sys.stdout, ncols=shutil.get_terminal_size().columns, mininterval=0.5,
     ) as bar:  # fmt: skip
         yield ProgressBar(bar, items_before, scale.unit)

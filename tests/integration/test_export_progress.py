@@ -22,7 +22,9 @@ from testsupport.endpoint import SLOW_SEGMENT_ITEMS, scan_all, side, slow_segmen
 from testsupport.export_imports import export_source
 from testsupport.export_writes import export_target
 from testsupport.jobs import drain, run_on_a_terminal, scrape_until, start_job, write_config
-from testsupport.s3_exports import DYNAMODB_JSON, DataFileSpec, create_bucket, dynamodb_numbers, full_lines, write_export
+from testsupport.s3_exports import (
+    DYNAMODB_JSON, Change, DataFileSpec, create_bucket, dynamodb_numbers, full_lines, incremental_lines, write_export,
+)  # fmt: skip
 from testsupport.sample_data import make_items
 
 pytestmark = pytest.mark.integration
@@ -37,6 +39,26 @@ def slow_import(s3, endpoint_url, table_name, tmp_path):
     items = [dynamodb_numbers(to_dynamodb_json(i)) for i in make_items(FILES * ITEMS_PER_FILE, payload_bytes=IMPORT_PAYLOAD_BYTES)]
     export = write_export(s3, create_bucket(s3), [DataFileSpec(full_lines(items[n::FILES], DYNAMODB_JSON)) for n in range(FILES)])
     target = table_name("import-progress")
+
+    def config(**top_level) -> Path:
+        return write_config(tmp_path, {
+            "source": export_source(endpoint_url, export.bucket, export.summary_key),
+            "target": side(endpoint_url, target, writeThroughput=120, throughputWritePercent=0.5,
+                           maxItemsPerBatch=5, removeConsumedCapacity=True),
+            **top_level,
+        })  # fmt: skip
+
+    return config, target, items
+
+
+@pytest.fixture
+def slow_incremental_import(s3, endpoint_url, table_name, tmp_path):
+    """A config importing an incremental export whose newest records are written slowly enough to watch."""
+    items = [dynamodb_numbers(to_dynamodb_json(i)) for i in make_items(FILES * ITEMS_PER_FILE, payload_bytes=IMPORT_PAYLOAD_BYTES)]
+    changes = [Change({"pk": item["pk"], "sk": item["sk"]}, item, micros=n + 1) for n, item in enumerate(items)]
+    files = [DataFileSpec(incremental_lines(changes[n::FILES], DYNAMODB_JSON)) for n in range(FILES)]
+    export = write_export(s3, create_bucket(s3), files, incremental=True)
+    target = table_name("incremental-progress")
 
     def config(**top_level) -> Path:
         return write_config(tmp_path, {
@@ -84,6 +106,28 @@ def test_an_import_counts_files_still_running_through_the_pinned_port_and_serves
     assert mid_import["migrator_snapshot_files_planned"] == FILES
     assert re.search(r"import: 0/2 files, [1-9][\d,]* items copied", output), output
     assert f"import: 2/2 files, {FILES * ITEMS_PER_FILE} items copied" in output
+    assert_same_items([from_dynamodb_json(i) for i in items], scan_all(dynamodb, target))
+
+
+def test_an_incremental_import_counts_records_read_then_changes_applied_while_running(dynamodb, slow_incremental_import):
+    config, target, items = slow_incremental_import
+    metrics_port = free_port()
+    job = start_job(config(metricsPort=metrics_port, metricsHost="127.0.0.1"))
+    lines: list[str] = []
+    reader = drain(job, lines)
+
+    mid_write = scrape_until(job, metrics_port, lines, lambda m: m.get("migrator_snapshot_items_total", 0) > 0
+                             and m["migrator_snapshot_files_done"] == 0)  # fmt: skip
+
+    assert job.wait(timeout=120) == 0, "".join(lines)
+    reader.join(timeout=10)
+    output = "".join(lines)
+    total = FILES * ITEMS_PER_FILE
+    assert 0 < mid_write["migrator_snapshot_items_total"] < total
+    assert mid_write["migrator_snapshot_files_planned"] == FILES
+    assert f"import: 2/2 files read, {total} records read" in output
+    assert re.search(r"import: 0/2 files, [1-9][\d,]* changes applied", output), output
+    assert f"import: 2/2 files, {total} changes applied" in output
     assert_same_items([from_dynamodb_json(i) for i in items], scan_all(dynamodb, target))
 
 
