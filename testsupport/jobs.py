@@ -93,12 +93,13 @@ def start_job(
     args: tuple[str, ...] = (),
     log4j_config: Path | None = LOG4J_CONFIG,
     env: dict[str, str] | None = None,
+    submit_args: tuple[str, ...] = (),
 ) -> subprocess.Popen:
     """spark-submit jobs/<job> in its own process group, stdout and stderr merged; with
     `log4j_config` None, Spark's logging is left to the migrator, as a user who passes none;
-    `env` is added to the environment."""
+    `env` is added to the environment; `submit_args` go to spark-submit (a later --master wins)."""
     return subprocess.Popen(
-        spark_submit_command(config, job, args, log4j_config),
+        spark_submit_command(config, job, args, log4j_config, submit_args),
         cwd=REPO,
         env=job_env(env),
         stdin=subprocess.DEVNULL,
@@ -110,10 +111,11 @@ def start_job(
 
 
 def spark_submit_command(
-    config: Path | str, job: str = "migrate.py", args: tuple[str, ...] = (), log4j_config: Path | None = LOG4J_CONFIG
+    config: Path | str, job: str = "migrate.py", args: tuple[str, ...] = (), log4j_config: Path | None = LOG4J_CONFIG,
+    submit_args: tuple[str, ...] = (),
 ) -> list[str]:
-    """spark-submit jobs/<job> --config <config> <args> on local[2]."""
-    command = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]"]
+    """spark-submit [submit_args] jobs/<job> --config <config> <args> on local[2] (unless submit_args name a master)."""
+    command = [str(Path(sys.executable).parent / "spark-submit"), "--master", "local[2]", *submit_args]
     if log4j_config is not None:
         command += ["--driver-java-options", f"-Dlog4j2.configurationFile={log4j_config}"]
     return command + [str(REPO / "jobs" / job), "--config", str(config), *args]

@@ -7,6 +7,7 @@ One slow segment (`testsupport.endpoint.slow_segment_source`): about 10 s.
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
 import subprocess
@@ -56,6 +57,43 @@ def test_a_line_counts_the_items_of_a_segment_still_running(dynamodb, slow_segme
     assert "snapshot: 1/1 segments, 80 items copied" in "".join(lines)
     assert "%|" not in "".join(lines), "a bar was drawn on a pipe"
     assert_same_items(make_items(ITEMS, payload_bytes=PAYLOAD_BYTES), scan_all(dynamodb, target))
+
+
+def test_executors_in_their_own_jvm_report_to_the_address_spark_gives_the_driver(dynamodb, slow_segment):
+    """As on a cluster: the executor is a worker's JVM (Spark's local-cluster master), not the driver's, and
+    the driver is reached at an address that is not localhost; the running segment's items still show."""
+    config, target = slow_segment
+    driver = "127.0.0.2"
+    cluster = ("--master", "local-cluster[1,1,1024]", "--conf", f"spark.driver.host={driver}",
+               "--conf", f"spark.driver.bindAddress={driver}")  # fmt: skip
+    job = start_job(config(), submit_args=cluster)
+    lines: list[str] = []
+
+    wait_for_output(job, "snapshot: 0/1 segments", lines)
+    executors = _executor_jvms(job.pid)  # while the segment runs
+    while not [line for line in lines if _items_before_the_end(line)]:
+        wait_for_output(job, "snapshot: ", lines)
+    drain(job, lines).join(timeout=120)
+
+    assert job.wait(timeout=60) == 0, "".join(lines)
+    output = "".join(lines)
+    assert executors, "no executor JVM of its own: the segment ran in the driver's"
+    assert f"progress: running tasks report to {driver}:" in output
+    assert "snapshot: 1/1 segments, 80 items copied" in output
+    assert_same_items(make_items(ITEMS, payload_bytes=PAYLOAD_BYTES), scan_all(dynamodb, target))
+
+
+def _executor_jvms(group: int) -> list[int]:
+    """The processes of the job's process group that run a Spark executor backend (a worker's JVM)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and os.getpgid(int(proc.name)) == group:
+                if b"CoarseGrainedExecutorBackend" in (proc / "cmdline").read_bytes():
+                    found.append(int(proc.name))
+        except OSError:  # the process ended meanwhile
+            continue
+    return found
 
 
 def _items_before_the_end(line: str) -> int:
