@@ -21,7 +21,7 @@ from testsupport.endpoint import put_items, reaching, side
 from testsupport.export_imports import export_source
 from testsupport.export_writes import export_target
 from testsupport.iam import actions_of, granted, policy
-from testsupport.jobs import run_in_process, write_config
+from testsupport.jobs import run_in_process, run_job, write_config
 from testsupport.kinesis_runs import create_stream, run, until_converged, write_changes
 from testsupport.planted import plant
 from testsupport.s3_exports import S3AccessLog, create_bucket, export_live_table
@@ -184,3 +184,20 @@ def test_validator_with_savepoints_in_s3(logs, dynamodb, s3, tmp_path, spark):
     assert_matches(("validator-target",), logs["target"], recheck | {"dynamodb:BatchWriteItem"})
     assert_matches(("savepoints-s3",), logs["savepoints"], frozenset({"s3:ListBucket"}))
 
+
+
+def test_snapshot_into_delta_on_s3(logs, dynamodb, s3, table_name, tmp_path):
+    """Through spark-submit: delta-rs holds the GIL while it waits on S3, so the driver's Delta calls in this
+    process would starve the logging proxy's thread."""
+    source = seeded(dynamodb, table_name("iam-delta"))
+    bucket = create_bucket(s3, f"iam-delta-{time.time_ns()}")
+    config = write_config(tmp_path, {
+        "source": side(logs["source"].endpoint_url, source, scanSegments=2),
+        "target": {"type": "delta", "path": f"s3://{bucket}/tables/orders", **reaching(logs["target"].endpoint_url)},
+    })  # fmt: skip
+
+    result = run_job(config)
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert_matches(("table-source",), logs["source"])
+    assert_matches(("delta-target",), logs["target"])
