@@ -145,6 +145,16 @@ def object_store_options(spec: ClientSpec) -> dict[str, str]:
 _AWS_DOMAINS = (".amazonaws.com", ".amazonaws.com.cn")
 
 
+def private_trust_of(spec: ClientSpec, service: str = "s3") -> str | None:
+    """The CA bundle boto3 would trust `spec`'s custom HTTPS endpoint with (AWS_CA_BUNDLE, or ca_bundle in the
+    AWS config file); None when it needs none: no bundle, plain HTTP, or an AWS endpoint (publicly trusted)."""
+    endpoint = client(spec, service).meta.endpoint_url or ""
+    host = urlsplit(endpoint).hostname or ""
+    if not endpoint.startswith("https://") or host.endswith(_AWS_DOMAINS):
+        return None
+    return _session(spec)._session.get_config_variable("ca_bundle")
+
+
 def _session(spec: ClientSpec) -> boto3.session.Session:
     """Explicit keys, else the default credential chain; then assume the role if asked."""
     base = boto3.session.Session(

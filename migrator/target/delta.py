@@ -53,8 +53,24 @@ class DeltaLocation:
 def location_of(target: DeltaTarget) -> DeltaLocation:
     """Where target.path's table is; a relative local path is the driver's, made absolute for the executors."""
     if target.is_s3:
-        return DeltaLocation(target.uri, target.client_spec("target"))
+        spec = target.client_spec("target")
+        _check_trust(target.uri, spec)
+        return DeltaLocation(target.uri, spec)
     return DeltaLocation(str(Path(target.uri).absolute()))
+
+
+def _check_trust(uri: str, spec: ClientSpec) -> None:
+    """delta-rs trusts only the public certificate authorities it ships with: an endpoint whose certificate boto3
+    trusts through a CA bundle would fail every request, so say so before anything is written."""
+    bundle = aws.private_trust_of(spec)
+    if bundle is not None:
+        raise DeltaTargetError(
+            uri,
+            f"the S3 endpoint is trusted through the CA bundle {bundle} (AWS_CA_BUNDLE or ca_bundle), which "
+            "delta-rs, the Delta writer, cannot be given: it trusts only public certificate authorities; nothing "
+            "was written. Ways out: an endpoint with a publicly trusted certificate, or plain http:// inside a "
+            "trusted network",
+        )
 
 
 def check_location(location: DeltaLocation, layout: DeltaLayout) -> DeltaTable | None:

@@ -8,17 +8,20 @@ check the requests arrive.
 from __future__ import annotations
 
 import uuid
+from urllib.parse import urlsplit
 
 import pytest
+from deltalake import DeltaTable
 
 from migrator import errors
 from migrator.connection import ClientSpec
 from migrator.redact import Secret
 from migrator.wire import WireClient
-from testsupport.endpoint import TEST_ACCESS_KEY, TEST_REGION, TEST_SECRET_KEY, put_items, scan_all
+from testsupport.endpoint import TEST_ACCESS_KEY, TEST_REGION, TEST_SECRET_KEY, endpoint_block, put_items, scan_all
 from testsupport.faultproxy import FaultProxy
-from testsupport.jobs import run_job, write_config
+from testsupport.jobs import assert_one_clear_line, run_job, write_config
 from testsupport.loopback import self_signed_certificate
+from testsupport.s3_exports import S3AccessLog, create_bucket
 from testsupport.sample_data import create_sample_table, make_items
 
 pytestmark = pytest.mark.integration
@@ -26,6 +29,8 @@ pytestmark = pytest.mark.integration
 ITEMS = 120
 # Nothing resolves these names: only a proxy that relays the request reaches the emulator.
 UNRESOLVABLE_ENDPOINT = "http://dynamodb.behind-the-proxy.invalid:8000"
+# One label: the emulator's S3 takes the first label of a dotted host for a bucket (virtual-hosted style).
+UNRESOLVABLE_S3_ENDPOINT = "http://s3-behind-the-proxy:8000"
 
 
 def side_without_endpoint(table: str) -> dict:
@@ -112,3 +117,51 @@ def test_lean_client_trusts_AWS_CA_BUNDLE(no_proxy_settings, endpoint_url, sampl
         page = lean_client(tls_endpoint.endpoint_url).scan(TableName=sample_table)
 
         assert page["Count"] == 10
+
+
+def test_a_delta_table_on_s3_is_written_through_HTTP_PROXY(no_proxy_settings, dynamodb, s3, endpoint_url, table_name,
+                                                           tmp_path):  # fmt: skip
+    """delta-rs has its own HTTP client: it must take the proxy from the environment as boto3 does."""
+    source = table_name("env-delta")
+    create_sample_table(dynamodb, source)
+    put_items(dynamodb, source, make_items(ITEMS))
+    bucket = create_bucket(s3)
+    config = write_config(tmp_path, {
+        "source": {**side_without_endpoint(source), "endpoint": endpoint_block(endpoint_url)},
+        "target": {"type": "delta", "path": f"s3://{bucket}/orders", "region": TEST_REGION,
+                   "endpoint": endpoint_block(UNRESOLVABLE_S3_ENDPOINT),
+                   "credentials": {"accessKey": TEST_ACCESS_KEY, "secretKey": TEST_SECRET_KEY}},
+    })  # fmt: skip
+    with S3AccessLog(endpoint_url) as proxy:
+        environment = {"HTTP_PROXY": proxy.endpoint_url, "NO_PROXY": "127.0.0.1,localhost"}
+
+        finished = run_job(config, env=environment, timeout=300)
+
+        relayed = {urlsplit(path).hostname for _, path, _ in proxy.requests}
+    assert finished.returncode == 0, finished.stdout[-3000:] + finished.stderr[-3000:]
+    assert relayed == {urlsplit(UNRESOLVABLE_S3_ENDPOINT).hostname}
+    options = {"AWS_ENDPOINT_URL": endpoint_url, "AWS_REGION": TEST_REGION, "AWS_ALLOW_HTTP": "true",
+               "AWS_ACCESS_KEY_ID": TEST_ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": TEST_SECRET_KEY}  # fmt: skip
+    assert DeltaTable(f"s3://{bucket}/orders", storage_options=options).to_pyarrow_table().num_rows == ITEMS
+
+
+def test_a_delta_table_behind_a_certificate_only_AWS_CA_BUNDLE_trusts_is_refused_before_writing(
+    no_proxy_settings, dynamodb, endpoint_url, table_name, tmp_path
+):
+    """delta-rs cannot be given a CA bundle: rather than retrying TLS failures for minutes, the run says so."""
+    source = table_name("env-delta-tls")
+    create_sample_table(dynamodb, source)
+    certificate, key = self_signed_certificate(tmp_path)
+    with FaultProxy(endpoint_url, fault_rate=0, tls=(certificate, key), record=True) as tls_endpoint:
+        config = write_config(tmp_path, {
+            "source": {**side_without_endpoint(source), "endpoint": endpoint_block(endpoint_url)},
+            "target": {"type": "delta", "path": "s3://any-bucket/orders", "region": TEST_REGION,
+                       "endpoint": endpoint_block(tls_endpoint.endpoint_url),
+                       "credentials": {"accessKey": TEST_ACCESS_KEY, "secretKey": TEST_SECRET_KEY}},
+        })  # fmt: skip
+
+        finished = run_job(config, env={"AWS_CA_BUNDLE": certificate}, timeout=120)
+
+        assert tls_endpoint.counts.get("forwarded", 0) == 0
+    assert finished.returncode == 2
+    assert_one_clear_line(finished, ["target.path s3://any-bucket/orders", "AWS_CA_BUNDLE", "delta-rs"])
