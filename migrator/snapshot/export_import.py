@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import logging
 import time
+from contextlib import contextmanager
 from functools import partial
-from typing import Any
+from typing import Any, Iterator
 
 from py4j.protocol import Py4JError
 from pyspark.errors.exceptions.captured import CapturedException
@@ -180,13 +181,32 @@ def _apply_incremental(
     spark: SparkSession, tasks: list[FileTask], plan: ImportPlan, summary: ImportSummary, ledger: UnitLedger
 ) -> None:
     """Read every file, reduce to the newest record per key, and write only if every file was read whole."""
+    with newest_records(spark, tasks, plan.concurrency, summary) as records:
+        log.info("import: %d records read from %d files; writing the newest of each key", summary.items_read, len(tasks))
+        writes = partial(apply_changes, tasks[0].writes)
+        results = run_action(spark, records.mapPartitions(writes).collect, "import")
+    for result in results:
+        if result.error is not None:
+            raise result.error
+        summary.add_changes(result)
+    ledger.record_all([task.file_key for task in tasks])
+
+
+@contextmanager
+def newest_records(spark: SparkSession, tasks: list[FileTask], partitions: int, summary: ImportSummary) -> Iterator[Any]:
+    """An incremental export's newest record of each key, as an RDD of `partitions` partitions, for the block to write.
+
+    One Spark job reads every file (a task each); the first file not read whole is raised before
+    the block runs, so a damaged file writes nothing. Sets the summary's files imported and items
+    read. The records are read once (cached until the block ends), whatever the block runs on them.
+    """
     sc = spark.sparkContext
     name = f"import {summary.source} → {summary.target_table}"
     newest = (
         sc.parallelize(tasks, len(tasks))  # one task per file
         .flatMap(read_changes)
-        .reduceByKey(newer, plan.concurrency)  # file outcomes have distinct keys: never reduced
-        .persist(StorageLevel.MEMORY_AND_DISK)  # read once, by both jobs below
+        .reduceByKey(newer, partitions)  # file outcomes have distinct keys: never reduced
+        .persist(StorageLevel.MEMORY_AND_DISK)  # read once, by the job below and the block's
     )
     try:  # Ctrl+C and SIGTERM cancel the running job; nothing is recorded
         sc.setJobDescription(f"{name}: read {len(tasks)} incremental data files")
@@ -194,19 +214,12 @@ def _apply_incremental(
         raise_first_failure(tasks, outcomes)
         summary.items_read = sum(outcome.items for outcome in outcomes)
         summary.files_imported = len(outcomes)
-        log.info("import: %d records read from %d files; writing the newest of each key", summary.items_read, len(tasks))
         sc.setJobDescription(f"{name}: write the newest record of each key")
-        writes = partial(apply_changes, tasks[0].writes)
-        results = run_action(spark, newest.filter(is_record).values().mapPartitions(writes).collect, "import")
+        yield newest.filter(is_record).values()
     except (Py4JError, CapturedException) as exc:  # the Spark job itself failed (executor lost, out of memory)
         raise MigratorError(f"{name}: Spark job failed: {failed_job_cause(exc)}; rerun to apply the export again") from None
     finally:
         _unpersist(newest)
-    for result in results:
-        if result.error is not None:
-            raise result.error
-        summary.add_changes(result)
-    ledger.record_all([task.file_key for task in tasks])
 
 
 def _unpersist(rdd: Any) -> None:
