@@ -17,6 +17,7 @@ from migrator import aws
 from migrator.config import LoadedConfig, MigratorConfig
 from migrator.driver_region import with_the_drivers_region
 from migrator.errors import CheckpointError, RecordedTargetMissing, RecordedTargetReplaced, SavepointError
+from migrator.export.manifest import ExportSummary
 from migrator.metrics import ReplicationMetrics, SnapshotMetrics, endpoint
 from migrator.replicate import chaining, checkpoint, replay_start
 from migrator.replicate.checkpoint import Checkpoint
@@ -30,7 +31,6 @@ from migrator.snapshot.savepoints import ResumePoint, SavepointStore, TargetTabl
 from migrator.snapshot.export_import import ImportPreflight
 from migrator.snapshot.table_copy import TableCopyPreflight, copy_table, plan_copy, preflight
 from migrator.source.dynamodb_streams import StreamInfo
-from migrator.export.manifest import ExportSummary
 from migrator.source.kinesis import KinesisStream, check_start_is_retained
 from migrator.target import tables
 from migrator.target.tables import TableInfo
