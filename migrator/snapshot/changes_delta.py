@@ -97,7 +97,7 @@ def change_rows(target: DeltaChanges, records: Iterable[IncrementalRecord]) -> I
     counts = RowCounts()
     batch, deletes = None, 0
     with errors_returned("making the Delta rows of incremental changes") as caught:
-        states = [_state(record, renames, target.key_names) for record in records]
+        states = [_state(record, target, renames) for record in records]
         batch = change_batch(states, target.layout, counts)
         deletes = sum(image is None for _, image in states)
     yield ChangeRows(
@@ -106,7 +106,15 @@ def change_rows(target: DeltaChanges, records: Iterable[IncrementalRecord]) -> I
     )  # fmt: skip
 
 
-def _state(record: IncrementalRecord, renames: dict[str, str], key_names: tuple[str, ...]) -> tuple[dict, dict | None]:
+def _state(record: IncrementalRecord, target: DeltaChanges, renames: dict[str, str]) -> tuple[dict, dict | None]:
     """(keys, image) with the target's names; image None: the item was deleted."""
-    image = rename_attributes(record.new_image, renames, key_names) if record.new_image is not None else None
-    return rename_attributes(record.keys, renames, key_names), image
+    keys = rename_attributes(record.keys, renames, target.key_names)
+    table_keys = sorted(name for name, _ in target.layout.keys)
+    if sorted(keys) != table_keys:  # the keys the run was given are not the exported table's
+        raise MigratorError(
+            f"a record of the export has the keys {', '.join(sorted(keys))} (after renames), but the Delta table's "
+            f"are {', '.join(table_keys)}; nothing was merged: give source.tableDescription (or streamSource) the "
+            "exported table's keys, and write to a Delta table with those keys"
+        )
+    image = rename_attributes(record.new_image, renames, target.key_names) if record.new_image is not None else None
+    return keys, image
