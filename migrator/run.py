@@ -17,6 +17,7 @@ from migrator import aws
 from migrator.config import LoadedConfig, MigratorConfig
 from migrator.driver_region import with_the_drivers_region
 from migrator.errors import CheckpointError, RecordedTargetMissing, RecordedTargetReplaced, SavepointError
+from migrator.export.manifest import ExportSummary
 from migrator.metrics import ReplicationMetrics, SnapshotMetrics, endpoint
 from migrator.replicate import chaining, checkpoint, replay_start
 from migrator.replicate.checkpoint import Checkpoint
@@ -69,9 +70,8 @@ def migrate(
     config = loaded.config
     spark_factory = _once(spark_factory)
     result = result if result is not None else MigrationResult()
-    if config.writes_delta and config.imports_export:  # the import only: replicating after it is refused at load
-        result.snapshot = _import_into_delta(loaded, spark_factory, result)
-        return result
+    if config.writes_delta and config.imports_export:
+        return _import_into_delta(loaded, spark_factory, should_stop, result)
     if config.writes_delta:
         return _write_delta(loaded, spark_factory, should_stop, result)
     if config.imports_export:
@@ -185,12 +185,28 @@ def _import_export(
         )
     if saved is None:
         return result
+    return _replicate_after_import(spark, config, checks.source.summary, live, stream, saved, should_stop, metrics, result)
+
+
+def _replicate_after_import(
+    spark: SparkSession,
+    config: MigratorConfig,
+    export: ExportSummary,
+    live: chaining.LiveStream,
+    stream: StreamInfo | KinesisStream,
+    saved: Checkpoint,
+    should_stop: Callable[[ReplicationSummary], bool] | None,
+    metrics: ReplicationMetrics,
+    result: MigrationResult,
+) -> MigrationResult:
+    """Chaining's second phase, whatever the target: the export is imported; replicate the live table's stream
+    until Ctrl+C."""
     log.info("\n%s", result.snapshot.render())  # the run goes on: show the import's summary now
     if not saved.exists():  # the import took its time: does the stream still hold the replay start?
         if isinstance(stream, KinesisStream):
             chaining.check_kinesis_gap(config, stream.start_at, stream.retention_hours, imported=True)
         else:
-            chaining.check_gap(config, live, checks.source.summary, imported=True)
+            chaining.check_gap(config, live, export, imported=True)
     try:
         result.phase = "replication"
         result.replication = replicate(spark, config, stream, saved.where, should_stop, metrics)
@@ -275,9 +291,17 @@ def _write_delta(
     return result
 
 
-def _import_into_delta(loaded: LoadedConfig, spark_factory: SparkFactory, result: MigrationResult) -> ImportSummary:
-    """A full S3 export into a Delta table, a commit per data file: every check first, resumable by savepoint."""
+def _import_into_delta(
+    loaded: LoadedConfig,
+    spark_factory: SparkFactory,
+    should_stop: Callable[[ReplicationSummary], bool] | None,
+    result: MigrationResult,
+) -> MigrationResult:
+    """An S3 export into a Delta table (a full export a commit per data file, an incremental one a MERGE): every
+    check first, resumable by savepoint. With target.streamChanges, the live table's stream is then merged into
+    the table until Ctrl+C, chained as for a DynamoDB target (`_import_export`)."""
     config = loaded.config
+    chained = config.target.stream_changes is True
     checks = delta_import.preflight(config)
     source_side = savepoint_folders.export_side(config.source, checks.source.summary.export_arn)
     store = savepoint_folders.open_store(loaded, spark_factory, source_side, target=delta_copy.target_side(config.target))
@@ -286,9 +310,22 @@ def _import_into_delta(loaded: LoadedConfig, spark_factory: SparkFactory, result
     done = export_import.imported_files(progress, config.skip_files, checks.source, store.path)
     recorded = progress.target if progress is not None else None
     delta_copy.check_resumable(store, len(progress.done_files) if progress else 0, "data files", recorded, checks)
+    live = None
+    if chained:
+        checkpoint.check_writable(checkpoint.location(config))
+        live = chaining.find_live_stream(config, checks.source)
+    metrics = ReplicationMetrics(config.ready_lag, config.metrics_port, config.metrics_host) if chained else None
     spark = spark_factory()
+    saved = Checkpoint(spark, checkpoint.location(config)) if chained else None
+    stream = None
+    if saved is not None:
+        chaining.check_resumable(config, live, checks.source, saved, done)  # the last check
+        stream = chaining.open_stream(config, live)
     result.phase = "snapshot"
-    return delta_import.import_to_delta(spark, config, checks, store, done)
+    result.snapshot = delta_import.import_to_delta(spark, config, checks, store, done)
+    if saved is None:
+        return result
+    return _replicate_after_import(spark, config, checks.source.summary, live, stream, saved, should_stop, metrics, result)
 
 
 def _stream(

@@ -98,11 +98,6 @@ def _refuse_unsupported(cleaned: dict[str, Any], path: str) -> None:
     target = cleaned.get("target")
     if isinstance(target, dict) and target.get("type") == DELTA_TYPE:
         _check_delta_target(target, cleaned.get("invalidCheckpointBehavior"))
-        if isinstance(source, dict) and source.get("type") == S3_EXPORT_TYPE and target.get("streamChanges"):
-            raise UnsupportedFeature(
-                "replicating changes into a Delta table after an S3 export import", "target.streamChanges",
-                "set streamChanges: false to import the export only, or copy the live table (source type: dynamodb)",
-            )  # fmt: skip
     if isinstance(source, dict) and source.get("type") == S3_EXPORT_TYPE:
         _refuse_chaining(source, target, cleaned.get("invalidCheckpointBehavior"), path)
     if isinstance(target, dict) and target.get("type") == S3_EXPORT_TYPE:

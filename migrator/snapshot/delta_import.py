@@ -1,5 +1,6 @@
-"""Import a full DynamoDB S3 export into a Delta table (`source.type: dynamodb-s3-export`, `target.type:
-delta`): one commit per data file, exactly once, as a table copy's segments (`delta_copy`).
+"""Import a DynamoDB S3 export into a Delta table (`source.type: dynamodb-s3-export`, `target.type: delta`),
+exactly once: a full export one commit per data file, as a table copy's segments (`delta_copy`); an
+incremental export as one MERGE (`changes_delta`).
 
 On the driver: `preflight` reads the manifests, checks every data file is there, lays out the table
 from the exported table's keys and checks target.path, before anything is written; `import_to_delta`
@@ -8,7 +9,8 @@ savepoint after its commit. On an executor, `file_delta.import_file_to_delta` st
 into one commit tagged with the app id `<savepoint name>-file-<data file key>`, skipped when the
 table already holds it.
 
-An incremental export holds changes (puts and deletes), which need a MERGE: refused for now.
+An incremental export holds changes (puts and deletes) whose newest record per key wins across every
+file: its files are read together and merged as one commit (`changes_delta.merge_incremental`).
 """
 
 from __future__ import annotations
@@ -20,14 +22,14 @@ from pyspark.sql import SparkSession
 
 from migrator import aws
 from migrator.config import MigratorConfig, S3ExportSource
-from migrator.errors import UnsupportedFeature
 from migrator.export.errors import ImportFileFailed
+from migrator.snapshot.changes_delta import DeltaChanges, merge_incremental
 from migrator.snapshot.delta_copy import DeltaPreflight, identity_of, layout_of, location_of
 from migrator.snapshot.export_copy import FileTask
 from migrator.snapshot.export_import import exported_table, import_scale
 from migrator.snapshot.file_delta import DeltaFileTask, import_file_to_delta
 from migrator.snapshot.outcomes import DeltaFileOutcome
-from migrator.snapshot.progress import ImportSummary, ProgressReporter
+from migrator.snapshot.progress import ImportSummary, ProgressReporter, ProgressScale
 from migrator.snapshot.runner import UnitJobs, run_units
 from migrator.snapshot.savepoints import ImportProgress, SavepointStore, UnitLedger
 from migrator.source.s3export import ExportManifests, check_files_present, read_manifests
@@ -45,11 +47,6 @@ def preflight(config: MigratorConfig) -> DeltaImportPreflight:
     s3_spec = source.client_spec("source").for_control_plane()
     s3 = aws.client(s3_spec, "s3")
     manifests = read_manifests(s3, source.bucket, source.manifest_key, s3_spec.where)
-    if manifests.summary.is_incremental:
-        raise UnsupportedFeature(
-            "importing an incremental export (changes, applied by MERGE) into a Delta table", "source.manifestKey",
-            "import a full export into the Delta table",
-        )  # fmt: skip
     check_files_present(s3, source.bucket, manifests.files)
     exported, ttl = exported_table(config, manifests)
     layout = layout_of(config.target, exported, config.rename_map)
@@ -62,7 +59,8 @@ def preflight(config: MigratorConfig) -> DeltaImportPreflight:
 def import_to_delta(
     spark: SparkSession, config: MigratorConfig, checks: DeltaImportPreflight, store: SavepointStore, done: frozenset[str]
 ) -> ImportSummary:
-    """Create the table when missing, then import every data file not in `done`, saving each after its commit."""
+    """Create the table when missing, then import every data file not in `done`, saving each after its commit
+    (an incremental export's files: all of them after its one MERGE)."""
     source: S3ExportSource = config.source
     manifests: ExportManifests = checks.source
     identity = checks.existing or identity_of(create_table(checks.target, checks.layout))
@@ -76,15 +74,27 @@ def import_to_delta(
     copy_id = store.identity.stem()
     tasks = [_task(config, checks, manifests, number, copy_id)
              for number, data_file in enumerate(manifests.files, start=1) if data_file.data_file_s3_key not in done]  # fmt: skip
-    reporter = ProgressReporter(summary, import_scale(manifests, done))
+    if tasks and manifests.summary.is_incremental:
+        changes = DeltaChanges(checks.target, checks.layout, f"{copy_id}-changes", tuple(config.rename_map.items()),
+                               checks.key_names)  # fmt: skip
+        merge_incremental(spark, changes, [task.file for task in tasks], summary, ledger)
+    elif tasks:
+        _import_files(spark, tasks, summary, ledger, import_scale(manifests, done))
+    summary.finished = time.monotonic()
+    return summary
+
+
+def _import_files(
+    spark: SparkSession, tasks: list[DeltaFileTask], summary: ImportSummary, ledger: UnitLedger, scale: ProgressScale
+) -> None:
+    """A full export's files, a commit each, `defaultParallelism` at once; each saved as soon as it is committed."""
+    reporter = ProgressReporter(summary, scale)
 
     def on_imported(outcome: DeltaFileOutcome) -> None:
         ledger.record(outcome.file_key)
         reporter.record(outcome)
 
     run_units(spark, tasks, spark.sparkContext.defaultParallelism, on_imported, DELTA_FILE_JOBS)
-    summary.finished = time.monotonic()
-    return summary
 
 
 def _task(

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import logging
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Iterator
 
 from py4j.protocol import Py4JError
 from pyspark.errors.exceptions.captured import CapturedException
@@ -197,37 +198,15 @@ def _apply_incremental(
     Each phase is one Spark job whose units end together, so its progress is what the running
     units report: records read per file, then changes applied per partition (those count as the
     import's items, in the lines and the metrics)."""
-    sc = spark.sparkContext
-    name = f"import {summary.source} → {summary.target_table}"
-    newest = (
-        sc.parallelize(tasks, len(tasks))  # one task per file
-        .flatMap(read_changes)
-        .reduceByKey(newer, plan.concurrency)  # file outcomes have distinct keys: never reduced
-        .persist(StorageLevel.MEMORY_AND_DISK)  # read once, by the jobs below
-    )
-    try:  # Ctrl+C and SIGTERM cancel the running job; nothing is recorded
-        sc.setJobDescription(f"{name}: read {len(tasks)} incremental data files")
-        reading = ProgressScale("import", "files read", summary.items_total, 0, counts="records", done="read")
-        reader = ProgressReporter(RecordsRead(len(tasks)), reading, running=watch.channel.counting())
-        with reader.watching(watch.bar):
-            outcomes = run_action(spark, newest.filter(is_file_outcome).values().collect, "import")
-            raise_first_failure(tasks, outcomes)
-            for outcome in outcomes:
-                reader.record(outcome)
-        summary.items_read = sum(outcome.items for outcome in outcomes)
-        keys = run_action(spark, newest.filter(is_record).count, "import")
+    with newest_records(spark, tasks, plan.concurrency, summary, watch) as records:
+        keys = run_action(spark, records.count, "import")
         log.info("import: %d records read from %d files; writing the newest of each of %d keys", summary.items_read, len(tasks), keys)
-        sc.setJobDescription(f"{name}: write the newest record of each key")
         writing = ProgressScale("import", "files", keys, 0, counts="changes", done="applied")
         writer = ProgressReporter(summary, writing, running=watch.channel.counting(), metrics=watch.metrics)
         writes = partial(apply_changes, tasks[0].writes, tasks[0].progress)
         with writer.watching(watch.bar):
-            results = run_action(spark, newest.filter(is_record).values().mapPartitionsWithIndex(writes).collect, "import")
+            results = run_action(spark, records.mapPartitionsWithIndex(writes).collect, "import")
             _record_changes(results, summary, writer, len(tasks))
-    except (Py4JError, CapturedException) as exc:  # the Spark job itself failed (executor lost, out of memory)
-        raise MigratorError(f"{name}: Spark job failed: {failed_job_cause(exc)}; rerun to apply the export again") from None
-    finally:
-        _unpersist(newest)
     ledger.record_all([task.file_key for task in tasks])
 
 
@@ -242,6 +221,51 @@ def _record_changes(results: list[ChangesOutcome], summary: ImportSummary, write
         writer.record(result)
     summary.files_imported = files  # before the last partition's: its line is the final one
     writer.record(last)
+
+
+@contextmanager
+def newest_records(
+    spark: SparkSession, tasks: list[FileTask], partitions: int, summary: ImportSummary, watch: Watch | None = None
+) -> Iterator[Any]:
+    """An incremental export's newest record of each key, as an RDD of `partitions` partitions, for the block to write.
+
+    One Spark job reads every file (a task each), its progress shown by `watch`; the first file
+    not read whole is raised before the block runs, so a damaged file writes nothing. Sets the
+    summary's items read. The records are read once (cached until the block ends), whatever the
+    block runs on them.
+    """
+    sc = spark.sparkContext
+    name = f"import {summary.source} → {summary.target_table}"
+    newest = (
+        sc.parallelize(tasks, len(tasks))  # one task per file
+        .flatMap(read_changes)
+        .reduceByKey(newer, partitions)  # file outcomes have distinct keys: never reduced
+        .persist(StorageLevel.MEMORY_AND_DISK)  # read once, by the job below and the block's
+    )
+    try:  # Ctrl+C and SIGTERM cancel the running job; nothing is recorded
+        sc.setJobDescription(f"{name}: read {len(tasks)} incremental data files")
+        outcomes = _read_files(spark, newest, tasks, summary, watch)
+        summary.items_read = sum(outcome.items for outcome in outcomes)
+        sc.setJobDescription(f"{name}: write the newest record of each key")
+        yield newest.filter(is_record).values()
+    except (Py4JError, CapturedException) as exc:  # the Spark job itself failed (executor lost, out of memory)
+        raise MigratorError(f"{name}: Spark job failed: {failed_job_cause(exc)}; rerun to apply the export again") from None
+    finally:
+        _unpersist(newest)
+
+
+def _read_files(spark: SparkSession, newest: Any, tasks: list[FileTask], summary: ImportSummary,
+                watch: Watch | None) -> list[FileOutcome]:  # fmt: skip
+    """Run the reading job: every file's outcome, the first failure raised; records read shown as they are."""
+    reading = ProgressScale("import", "files read", summary.items_total, 0, counts="records", done="read")
+    channel_counts = watch.channel.counting() if watch is not None else None
+    reader = ProgressReporter(RecordsRead(len(tasks)), reading, running=channel_counts)
+    with reader.watching(watch is not None and watch.bar):
+        outcomes = run_action(spark, newest.filter(is_file_outcome).values().collect, "import")
+        raise_first_failure(tasks, outcomes)
+        for outcome in outcomes:
+            reader.record(outcome)
+    return outcomes
 
 
 def _unpersist(rdd: Any) -> None:

@@ -324,16 +324,3 @@ def test_a_full_export_into_delta_exactly_one_commit_per_file(s3, endpoint_url, 
 
     assert len(local_commits(path)) == 1 + 2
     assert_exactly(items, table_items(DeltaTable(str(path))))
-
-
-def test_an_incremental_export_into_delta_is_refused(s3, endpoint_url, tmp_path):
-    change = Change({"pk": {"S": "a"}, "sk": {"N": "1"}}, {"pk": {"S": "a"}, "sk": {"N": "1"}}, 1_714_557_600_000_000)
-    export = write_export(s3, create_bucket(s3), [DataFileSpec(incremental_lines([change], DYNAMODB_JSON))],
-                          incremental=True)  # fmt: skip
-    path = tmp_path / "lake"
-
-    result = run_job(export_into_delta_config(tmp_path, endpoint_url, export, str(path)))
-
-    assert result.returncode == 2, result.stdout + result.stderr
-    assert_one_clear_line(result, ["importing an incremental export", "Delta table is not supported"])
-    assert not path.exists()

@@ -34,7 +34,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
 # Summaries and progress add up outcomes; the runner runs any kind of unit: none imports a task.
 EXECUTOR_TASKS = {
     "migrator.snapshot.segment_copy", "migrator.snapshot.segment_export", "migrator.snapshot.export_copy",
-    "migrator.snapshot.segment_delta", "migrator.snapshot.file_delta",
+    "migrator.snapshot.segment_delta", "migrator.snapshot.file_delta", "migrator.snapshot.changes_delta",
 }
 KNOW_NO_TASK = {"migrator.snapshot.progress", "migrator.snapshot.runner", "migrator.snapshot.outcomes"}
 

@@ -113,12 +113,23 @@ def test_an_export_source_into_delta_loads():
     assert config.imports_export and config.writes_delta
 
 
-def test_replication_after_an_export_import_into_delta_is_refused_as_replication():
+def test_replication_after_an_export_import_into_delta_loads_with_the_live_tables_stream_source():
+    document = copy.deepcopy(BASE)
+    document["source"] = {"type": "dynamodb-s3-export", "bucket": "b", "manifestKey": "AWSDynamoDB/x/manifest-summary.json",
+                          "streamSource": {"type": "dynamodb", "table": "Orders", "region": "us-east-1"}}  # fmt: skip
+    document["target"]["streamChanges"] = True
+
+    config = parse_config(yaml.safe_dump(document), FILE).config
+
+    assert config.imports_export and config.writes_delta and config.live_source.table == "Orders"
+
+
+def test_replication_after_an_export_import_into_delta_without_a_stream_source_is_refused():
     document = copy.deepcopy(BASE)
     document["source"] = {"type": "dynamodb-s3-export", "bucket": "b", "manifestKey": "AWSDynamoDB/x/manifest-summary.json"}
     document["target"]["streamChanges"] = True
 
-    with pytest.raises(UnsupportedFeature, match="replicating changes into a Delta table"):
+    with pytest.raises(ConfigError, match="target.streamChanges: replicating changes after importing an S3 export needs source.streamSource"):
         parse_config(yaml.safe_dump(document), FILE)
 
 
