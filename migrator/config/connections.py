@@ -8,6 +8,7 @@ Credentials are `Secret`s from the moment they are read, so no message or log ca
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
@@ -19,6 +20,27 @@ from migrator.redact import REDACTED, Secret
 
 # Paths under these schemes are reached through boto3 with a block's region, endpoint and credentials.
 S3_SCHEMES = ("s3", "s3a")
+
+
+def check_s3_path(path: str, credentials_key: str) -> None:
+    """An s3:// path names a bucket and holds no credentials; raises ValueError (the config's message) otherwise.
+    `credentials_key` is where credentials go instead (target.credentials, ...)."""
+    refuse_credentials_in(path, credentials_key)
+    if not path.partition("://")[2].partition("/")[0]:
+        raise ValueError(f"{path!r} names no bucket: write s3://bucket/prefix")
+
+
+def refuse_credentials_in(path: str, credentials_key: str, hint: str = "") -> None:
+    """A URI whose authority holds user:secret@ is refused without repeating it (it holds a secret)."""
+    if "@" in path.partition("://")[2].partition("/")[0]:
+        raise ValueError(f"the path holds credentials (user:secret@host): put them in {credentials_key}{hint}")
+
+
+def with_addressing_style(spec: ClientSpec, use_path_style_access: bool | None) -> ClientSpec:
+    """usePathStyleAccess as S3's addressing style; unset, botocore's: path-style on custom endpoints, virtual on AWS."""
+    if use_path_style_access is None:
+        return spec
+    return replace(spec, s3_addressing_style="path" if use_path_style_access else "virtual")
 
 
 def _to_secret(value: Any) -> Any:

@@ -9,13 +9,12 @@ and a `partitionBy` naming a key, are checked then (`migrator.snapshot.delta_cop
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from migrator.config.base import ConfigModel
-from migrator.config.connections import S3_SCHEMES, ConnectedBlock
+from migrator.config.connections import S3_SCHEMES, ConnectedBlock, check_s3_path, with_addressing_style
 from migrator.connection import ClientSpec
 
 DELTA_TYPE = "delta"
@@ -80,11 +79,7 @@ class DeltaTarget(ConnectedBlock):
             raise ValueError(
                 f"{path!r}: this version writes Delta tables to a local directory or s3://bucket/prefix only"
             )
-        bucket = rest.partition("/")[0]
-        if "@" in bucket:  # never repeat such a path: it holds a secret
-            raise ValueError("the path holds credentials (user:secret@host): put them in target.credentials")
-        if not bucket:
-            raise ValueError(f"{path!r} names no bucket: write s3://bucket/prefix")
+        check_s3_path(path, "target.credentials")
         return path
 
     @model_validator(mode="after")
@@ -121,7 +116,4 @@ class DeltaTarget(ConnectedBlock):
         return self.path.removeprefix("file://")
 
     def client_spec(self, label: str) -> ClientSpec:
-        spec = super().client_spec(label)
-        if self.use_path_style_access is None:
-            return spec
-        return replace(spec, s3_addressing_style="path" if self.use_path_style_access else "virtual")
+        return with_addressing_style(super().client_spec(label), self.use_path_style_access)

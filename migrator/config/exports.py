@@ -8,14 +8,13 @@ An export does not record its table's key schema, so the source may carry it
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from pathlib import PurePosixPath
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from migrator.config.base import ConfigModel
-from migrator.config.connections import S3_SCHEMES, ConnectedBlock
+from migrator.config.connections import S3_SCHEMES, ConnectedBlock, check_s3_path, refuse_credentials_in, with_addressing_style
 from migrator.config.tables import DynamoSource
 from migrator.connection import ClientSpec
 
@@ -154,7 +153,7 @@ class S3ExportSource(ConnectedBlock):
         return f"s3://{self.bucket}/{self.manifest_key}"
 
     def client_spec(self, label: str) -> ClientSpec:
-        return _with_addressing_style(super().client_spec(label), self.use_path_style_access)
+        return with_addressing_style(super().client_spec(label), self.use_path_style_access)
 
 
 _URI_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*")  # RFC 3986
@@ -182,12 +181,9 @@ class S3ExportTarget(ConnectedBlock):
         scheme, separator, rest = path.partition("://")
         if not separator or scheme == "file":
             return path
-        bucket = rest.partition("/")[0]
-        if "@" in bucket:  # never repeat such a path: it holds a secret
-            raise ValueError(
-                "the path holds credentials (user:secret@host): put them in target.credentials "
-                "and write s3://bucket/prefix (for another filesystem, in the cluster's Hadoop configuration)"
-            )
+        refuse_credentials_in(path, "target.credentials", (
+            " and write s3://bucket/prefix (for another filesystem, in the cluster's Hadoop configuration)"
+        ))  # fmt: skip
         if not _URI_SCHEME.fullmatch(scheme):
             raise ValueError(
                 f"{path!r}: {scheme!r} is not a URI scheme; use a local directory, file:///..., "
@@ -195,8 +191,7 @@ class S3ExportTarget(ConnectedBlock):
             )
         if scheme not in S3_SCHEMES:  # hdfs://, viewfs://, ...: whether Hadoop has it is known once Spark runs
             return path
-        if not bucket:
-            raise ValueError(f"{path!r} names no bucket: write s3://bucket/prefix")
+        check_s3_path(path, "target.credentials")
         return path
 
     @property
@@ -229,11 +224,4 @@ class S3ExportTarget(ConnectedBlock):
         return self.path
 
     def client_spec(self, label: str) -> ClientSpec:
-        return _with_addressing_style(super().client_spec(label), self.use_path_style_access)
-
-
-def _with_addressing_style(spec: ClientSpec, use_path_style_access: bool | None) -> ClientSpec:
-    """usePathStyleAccess as S3's addressing style; unset, botocore's: path-style on custom endpoints, virtual on AWS."""
-    if use_path_style_access is None:
-        return spec
-    return replace(spec, s3_addressing_style="path" if use_path_style_access else "virtual")
+        return with_addressing_style(super().client_spec(label), self.use_path_style_access)

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from migrator.config.base import AtKey, ConfigModel
-from migrator.config.connections import S3_SCHEMES, ConnectedBlock
+from migrator.config.connections import S3_SCHEMES, ConnectedBlock, check_s3_path
 from migrator.config.segments import expand
 
 # skipSegments and copiedSegments: segment numbers, and `first-last` ranges (savepoints write them).
@@ -43,11 +43,7 @@ class Savepoints(ConnectedBlock):
         if scheme is None or scheme == "file" or scheme in SAVEPOINT_HADOOP_SCHEMES:
             return path
         if scheme in S3_SCHEMES:
-            bucket = path.partition("://")[2].partition("/")[0]
-            if "@" in bucket:  # never repeat such a path: it holds a secret
-                raise ValueError("the path holds credentials (user:secret@host): put them in savepoints.credentials")
-            if not bucket:
-                raise ValueError(f"{path!r} names no bucket: write s3://bucket/prefix")
+            check_s3_path(path, "savepoints.credentials")
             return path
         raise ValueError(
             f"{path!r}: savepoints cannot be kept on {scheme}:// (they would be lost or never found); use a local "
