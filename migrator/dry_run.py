@@ -18,12 +18,10 @@ from typing import Any, Mapping
 from migrator import aws
 from migrator.config import LoadedConfig, MigratorConfig
 from migrator.driver_region import with_the_drivers_region
-from migrator.errors import (
-    MetricsPortUnavailable, ProgressPortUnavailable, SavepointError, StreamNotEnabled, UnsupportedFeature,
-)  # fmt: skip
+from migrator.errors import MetricsPortUnavailable, ProgressPortUnavailable, SavepointError, StreamNotEnabled
 from migrator.replicate import chaining, checkpoint
 from migrator.run import check_recorded_target, copied_in_config, imported_so_far, target_in_config
-from migrator.snapshot import delta_copy, export_import, export_write, savepoint_folders
+from migrator.snapshot import delta_copy, delta_import, export_import, export_write, savepoint_folders
 from migrator.snapshot.savepoints import ResumePoint, resume_point
 from migrator.snapshot.table_copy import TableCopyPreflight, plan_copy, preflight
 from migrator.source import kinesis
@@ -63,9 +61,7 @@ def _plan(loaded: LoadedConfig, report: DryRunReport) -> DryRunReport:
     """The checks and plan of the run's kind of migration."""
     config = loaded.config
     if config.imports_export and config.writes_delta:
-        raise UnsupportedFeature(
-            "a dry run of an S3 export import into a Delta table", "--dry-run", "run without --dry-run",
-        )  # fmt: skip
+        return _delta_import_plan(loaded, report)
     if config.imports_export:
         return _import_plan(loaded, report)
     if config.writes_export:
@@ -112,7 +108,49 @@ def _import_plan(loaded: LoadedConfig, report: DryRunReport) -> DryRunReport:
     return report
 
 
-def _describe_chained_stream(config: MigratorConfig, checks: export_import.ImportPreflight) -> str:
+def _delta_import_plan(loaded: LoadedConfig, report: DryRunReport) -> DryRunReport:
+    """An S3 export into a Delta table: the export, where the import would resume, the table, the chained stream."""
+    config = loaded.config
+    checks = delta_import.preflight(config)
+    summary, files = checks.source.summary, checks.source.files
+    report.add("export", f"{summary.export_arn}: {summary.export_type}, {summary.output_format}, "
+               f"{len(files):,} data files, about {summary.item_count:,} items")  # fmt: skip
+    done = _delta_imported_files(loaded, checks, report)
+    parallelism, parallelism_source = default_parallelism()
+    report.add("plan", f"{len(files) - len(done)} data files, up to {parallelism} at once; "
+               f"parallelism {parallelism} from {parallelism_source}")  # fmt: skip
+    report.add("resume", f"would resume: {len(done)} of {len(files)} data files already imported, "
+               f"{len(files) - len(done)} to import" if done else f"from the start: {len(files)} of {len(files)} "
+               "data files to import")  # fmt: skip
+    state = "would append to the Delta table there" if checks.existing else "would create a Delta table"
+    commits = "one MERGE for the whole export" if summary.is_incremental else "one commit per data file"
+    report.add("target", f"{checks.target.uri}: {state} with columns {', '.join(checks.layout.column_names)}, {commits}")
+    if config.target.stream_changes is True:
+        report.add("changes", f"{_describe_chained_stream(config, checks)}; merged into the Delta table, one commit per batch")
+        _add_checkpoint(config, report)
+    return report
+
+
+def _delta_imported_files(loaded: LoadedConfig, checks: delta_import.DeltaImportPreflight, report: DryRunReport) -> frozenset[str]:
+    """The run's savepoint checks for an import into Delta, read only: the data files already imported."""
+    config = loaded.config
+    if config.savepoints.is_hadoop:
+        report.add("savepoints", f"{config.savepoints.path}: not read in a dry run (a Hadoop folder is read through Spark)")
+        return frozenset(config.skip_files)
+    side = savepoint_folders.export_side(config.source, checks.source.summary.export_arn)
+    store = savepoint_folders.open_store(loaded, _no_spark, side, target=delta_copy.target_side(config.target))
+    writable = _writability(config)
+    progress = store.load_files()
+    done = export_import.imported_files(progress, config.skip_files, checks.source, store.path)
+    recorded = progress.target if progress is not None else None
+    delta_copy.check_resumable(store, len(progress.done_files) if progress else 0, "data files", recorded, checks)
+    report.add("savepoints", f"{store.path}: {'found' if progress is not None else 'none yet'}; {writable}")
+    return done
+
+
+def _describe_chained_stream(
+    config: MigratorConfig, checks: export_import.ImportPreflight | delta_import.DeltaImportPreflight
+) -> str:
     """The live table's stream replicated after the import; without a checkpoint to resume, the run's gap check."""
     live = chaining.find_live_stream(config, checks.source)
     if config.kinesis is not None:

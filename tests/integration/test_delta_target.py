@@ -302,6 +302,30 @@ def export_into_delta_config(tmp_path: Path, endpoint_url: str, export, path: st
     }, name="import.yaml")  # fmt: skip
 
 
+def test_a_dry_run_of_an_import_into_delta_shows_where_it_resumes_and_writes_nothing(s3, endpoint_url, spark, tmp_path):
+    lines = full_lines([dynamodb_numbers(to_dynamodb_json(item)) for item in all_types_items()], DYNAMODB_JSON)
+    export = write_export(s3, create_bucket(s3), [DataFileSpec(lines[:3]), DataFileSpec(lines[3:])])
+    path = tmp_path / "lake"
+    config = export_into_delta_config(tmp_path, endpoint_url, export, str(path))
+
+    fresh = run_job(config, args=("--dry-run",))
+
+    assert fresh.returncode == 0, fresh.stdout + fresh.stderr
+    assert "FULL_EXPORT, DYNAMODB_JSON, 2 data files" in fresh.stdout
+    assert f"{path}: would create a Delta table with columns pk, sk, _item, one commit per data file" in fresh.stdout
+    assert "from the start: 2 of 2 data files to import" in fresh.stdout
+    assert not path.exists()
+
+    run_in_process(config, spark)
+    before = local_commits(path)
+    again = run_job(config, args=("--dry-run",))
+
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "would resume: 2 of 2 data files already imported, 0 to import" in again.stdout
+    assert f"{path}: would append to the Delta table there" in again.stdout
+    assert local_commits(path) == before
+
+
 @pytest.mark.parametrize("output_format", [DYNAMODB_JSON, ION])
 def test_a_full_export_into_delta_exactly_one_commit_per_file(s3, endpoint_url, spark, tmp_path, output_format):
     items = all_types_items()
