@@ -156,8 +156,10 @@ def test_puts_updates_deletes_converge_one_merge_commit_per_batch_and_a_replayed
     script.put(A, "k3")  # written while stopped: the run after the replay applies it
     script.delete(A, "k4")
 
-    run.run_until(run.converged(script))
+    rerun = run.run_until(run.converged(script))
 
+    # The replayed batch is counted by the run that merged it, not again: this run applied k3 and k4.
+    assert (rerun.puts, rerun.deletes) == (1, 1), rerun
     merges = [c for c in log_commits(run.path) if c["operation"] == "MERGE"]
     versions = [txn["version"] for commit in merges for txn in commit["txn"]]
     assert versions.count(replayed) == 1, f"the replayed batch {replayed} was merged again: {versions}"
