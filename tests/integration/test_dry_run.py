@@ -19,6 +19,7 @@ from testsupport.endpoint import list_tables, put_items, scan_all, side
 from testsupport.export_imports import export_source, import_config
 from testsupport.export_writes import export_target
 from testsupport.jobs import assert_one_clear_line, run_job, write_config
+from testsupport.kinesis_runs import create_stream
 from testsupport.s3_exports import export_live_table
 from testsupport.sample_data import create_sample_table, make_items
 
@@ -208,3 +209,24 @@ def test_a_written_export_is_planned_and_its_folder_stays_empty(dynamodb, endpoi
     assert "4 scan segments" in result.stdout
     assert f"would write a new export under {exports}: _started, 4 gzip DYNAMODB_JSON data files" in result.stdout
     assert files_under(exports) == []
+
+
+def test_kinesis_into_delta_says_it_would_enable_the_streaming_destination_and_writes_nothing(
+    dynamodb, kinesis, endpoint_url, table_name, tmp_path
+):
+    source = table_name("dry-kinesis-delta")
+    create_sample_table(dynamodb, source)
+    arn = create_stream(kinesis)
+    config = write_config(tmp_path, {
+        "source": side(endpoint_url, source),
+        "target": {"type": "delta", "path": str(tmp_path / "table"), "streamChanges": {"type": "kinesis", "streamArn": arn}},
+        "checkpointLocation": str(tmp_path / "checkpoint"),
+    })  # fmt: skip
+
+    result = dry_run(config, tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert f"Kinesis stream {arn} (retention 24 h): would enable the streaming destination of table {source!r}" \
+        "; merged into the Delta table, one commit per batch" in result.stdout, result.stdout
+    assert dynamodb.describe_kinesis_streaming_destination(TableName=source)["KinesisDataStreamDestinations"] == []
+    assert not (tmp_path / "table").exists() and not (tmp_path / "checkpoint").exists()
