@@ -292,7 +292,11 @@ def _import_into_delta(loaded: LoadedConfig, spark_factory: SparkFactory, result
 
 
 def _stream(
-    config: MigratorConfig, checks: TableCopyPreflight | delta_copy.DeltaPreflight, saved: Checkpoint, *, fresh_start: bool = False
+    config: MigratorConfig,
+    checks: TableCopyPreflight | delta_copy.DeltaPreflight,
+    saved: Checkpoint,
+    *,
+    fresh_start: bool = False,
 ) -> StreamInfo | KinesisStream:
     """The source table's DynamoDB stream (enabled when missing), or its Kinesis streaming destination,
     with the replay start recorded in the checkpoint, or the one recorded there checked.

@@ -2,8 +2,8 @@
 
 Driven two ways: `replicate()` against the scripted DynamoDB Streams server (a replayed batch,
 the Delta log's commits), and the whole run (`migrate`: snapshot into Delta, then changes) on
-moto's DynamoDB Streams, into a local table and one on moto's S3 over HTTP. The table is read back with deltalake and `_item` compared with the
-source's items exactly.
+moto's DynamoDB Streams, into a local table and one on moto's S3 over HTTP. The table is read
+back with deltalake and `_item` compared with the source's items exactly.
 """
 
 from __future__ import annotations
@@ -238,7 +238,8 @@ def test_snapshot_into_delta_then_changes_through_the_run_on_moto_streams(
     result = migrate(load_config(str(config)), lambda: spark, should_stop=should_stop)
 
     assert result.snapshot.written == 60
-    assert same_items(scan_all(dynamodb, source), delta_items(path, options)), "the Delta table did not converge to the source"
+    converged = same_items(scan_all(dynamodb, source), delta_items(path, options))
+    assert converged, "the Delta table did not converge to the source"
     assert result.replication.puts >= 6 and result.replication.deletes >= 3
     commits = log_commits(Path(path)) if where == "local" else s3_log_commits(s3, path)
     merges = [c for c in commits if c["operation"] == "MERGE"]
