@@ -203,7 +203,7 @@ def _delta_plan(config: MigratorConfig, report: DryRunReport) -> DryRunReport:
     state = "would append to the Delta table there" if checks.existing else "would create a Delta table"
     columns = ", ".join(checks.layout.column_names)
     report.add("target", f"{checks.target.uri}: {state} with columns {columns}, one commit per segment")
-    if config.target.stream_changes is True:
+    if config.target.stream_changes is True or config.kinesis is not None:
         report.add("changes", f"{_describe_stream(config, checks)}; merged into the Delta table, one commit per batch")
         _add_checkpoint(config, report)
     return report

@@ -256,12 +256,12 @@ def _write_delta(
 ) -> MigrationResult:
     """The source table into a Delta table, a commit per segment: every check first, resumable by savepoint.
 
-    With streamChanges, the table's DynamoDB stream is opened (its replay start recorded) before
-    the snapshot, as for a DynamoDB target, and its changes are then merged into the table, a
-    commit per batch (`migrator.replicate.delta_apply`), until Ctrl+C.
+    With streamChanges, the table's DynamoDB stream (or Kinesis streaming destination) is opened (its
+    replay start recorded) before the snapshot, as for a DynamoDB target, and its changes are then
+    merged into the table, a commit per batch (`migrator.replicate.delta_apply`), until Ctrl+C.
     """
     config = loaded.config
-    streaming = config.target.stream_changes is True
+    streaming = config.target.stream_changes is True or config.kinesis is not None
     checks = delta_copy.preflight(config)
     source_side = savepoint_folders.table_side(config.source, "source", checks.source)
     store = savepoint_folders.open_store(loaded, spark_factory, source_side, target=delta_copy.target_side(config.target))
@@ -278,7 +278,7 @@ def _write_delta(
     stream = None
     if saved is not None:  # before the snapshot: no write made during it is missed
         replay_start.check_copies_have_a_start(config, saved, start.copied, store.path)
-        stream = replay_start.open_dynamodb_stream(config, saved)
+        stream = _stream(config, checks, saved)
         _check_age(saved, stream)
     result.phase = "snapshot"
     result.snapshot = delta_copy.copy_to_delta(spark, config, checks, store, start)
@@ -329,7 +329,11 @@ def _import_into_delta(
 
 
 def _stream(
-    config: MigratorConfig, checks: TableCopyPreflight, saved: Checkpoint, *, fresh_start: bool = False
+    config: MigratorConfig,
+    checks: TableCopyPreflight | delta_copy.DeltaPreflight,
+    saved: Checkpoint,
+    *,
+    fresh_start: bool = False,
 ) -> StreamInfo | KinesisStream:
     """The source table's DynamoDB stream (enabled when missing), or its Kinesis streaming destination,
     with the replay start recorded in the checkpoint, or the one recorded there checked.

@@ -15,6 +15,7 @@ from pydantic import Field, field_validator, model_validator
 
 from migrator.config.base import ConfigModel
 from migrator.config.connections import S3_SCHEMES, ConnectedBlock, check_s3_path, with_addressing_style
+from migrator.config.kinesis import KinesisStreamChanges, StreamChanges, kinesis_block
 from migrator.connection import ClientSpec
 
 DELTA_TYPE = "delta"
@@ -63,10 +64,10 @@ class DeltaTarget(ConnectedBlock):
     columns: list[DeltaColumn] = Field(default_factory=list)
     partition_by: list[str] = Field(default_factory=list)
     use_path_style_access: bool | None = None
-    # true: after the snapshot, the DynamoDB stream's changes are merged into the table, a commit per
-    # batch (migrator.replicate.delta_apply). A Kinesis block, and skipping the snapshot, are not in
-    # this version: refused before validation, naming the key (migrator.config.loading).
-    stream_changes: bool = False
+    # After the snapshot, the DynamoDB stream's (true) or the Kinesis data stream's (the block) changes
+    # are merged into the table, a commit per batch (migrator.replicate.delta_apply). Skipping the
+    # snapshot is not in this version: refused before validation, naming the key (migrator.config.loading).
+    stream_changes: StreamChanges = False
     skip_initial_snapshot_transfer: Literal[False] = False
 
     @field_validator("path")
@@ -103,6 +104,11 @@ class DeltaTarget(ConnectedBlock):
     def table(self) -> str:
         """Where a target table's name goes (savepoint file names, summaries): the table's location."""
         return self.path
+
+    @property
+    def kinesis(self) -> KinesisStreamChanges | None:
+        """streamChanges as the Kinesis block it was validated as, or None for false and true."""
+        return kinesis_block(self.stream_changes)
 
     @property
     def is_s3(self) -> bool:

@@ -180,7 +180,7 @@ class MigratorConfig(ConfigModel):
     @property
     def kinesis(self) -> KinesisStreamChanges | None:
         """target.streamChanges when it is the Kinesis block, else None."""
-        return self.target.kinesis if isinstance(self.target, DynamoTarget) else None
+        return self.target.kinesis if isinstance(self.target, (DynamoTarget, DeltaTarget)) else None
 
     @property
     def kinesis_app_name(self) -> str | None:

@@ -148,3 +148,10 @@ StreamChanges = Annotated[
         custom_error_message="must be false, true (DynamoDB Streams) or {type: kinesis, streamArn: ...}",
     ),
 ]
+
+
+def kinesis_block(stream_changes: Any) -> KinesisStreamChanges | None:
+    """A target's streamChanges as the Kinesis block it was validated as, or None for false and true."""
+    if isinstance(stream_changes, bool):
+        return None
+    return KinesisStreamChanges.model_validate(stream_changes)

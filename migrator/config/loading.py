@@ -105,13 +105,8 @@ def _refuse_unsupported(cleaned: dict[str, Any], path: str) -> None:
 
 
 def _check_delta_target(target: dict[str, Any], on_invalid_checkpoint: Any) -> None:
-    """A Delta table: a snapshot, then the changes of a DynamoDB stream; not yet a Kinesis stream's."""
-    if isinstance(target.get("streamChanges"), dict):
-        raise UnsupportedFeature(
-            "replicating a Kinesis data stream's changes into a Delta table", "target.streamChanges",
-            "set streamChanges: true to replicate the table's DynamoDB stream instead",
-        )  # fmt: skip
-    if target.get("streamChanges") is True and on_invalid_checkpoint == "restart":
+    """A Delta table: a snapshot, then the changes of a DynamoDB stream or a Kinesis data stream."""
+    if target.get("streamChanges") not in (None, False) and on_invalid_checkpoint == "restart":
         # restart copies the table again, but every segment is found committed in the Delta table
         # already: the table would keep what the lost changes left in it.
         raise UnsupportedFeature(

@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from migrator.config.connections import AlternatorOptions, ConnectedBlock
-from migrator.config.kinesis import KinesisStreamChanges, StreamChanges
+from migrator.config.kinesis import KinesisStreamChanges, StreamChanges, kinesis_block
 from migrator.connection import DEFAULT_THROTTLING_GIVE_UP_SECONDS, ClientSpec
 
 DYNAMODB_TYPES = ("dynamodb", "dynamo", "alternator")
@@ -105,9 +105,7 @@ class DynamoTarget(TableBlock):
     @property
     def kinesis(self) -> KinesisStreamChanges | None:
         """streamChanges as the Kinesis block it was validated as, or None for false and true."""
-        if isinstance(self.stream_changes, bool):
-            return None
-        return KinesisStreamChanges.model_validate(self.stream_changes)
+        return kinesis_block(self.stream_changes)
 
     @model_validator(mode="after")
     def _batch_within_limit(self) -> "DynamoTarget":

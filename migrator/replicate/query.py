@@ -141,8 +141,11 @@ def replicate(
             failed = [o.error for o in outcomes if o.error is not None]
             if failed:
                 raise failed[0]
-            if delta is not None:  # before Spark commits the batch: its version in the table marks it applied
-                delta.commit(batch_id, outcomes)
+            if delta is not None and not delta.commit(batch_id, outcomes):
+                # The table holds this batch already (merged before a stop): its changes were counted
+                # by the run that merged them. It was committed before Spark committed the batch, so its
+                # version in the table marks it applied.
+                outcomes = _read_only(outcomes)
             if keeper is not None:  # before Spark commits the batch: a crash now replays it
                 keeper.applied(batch_id, {k: o for k, o in newest.items() if k not in batch_task.stale_keys}, orders)
             _record(summary, metrics, batch_id, outcomes)
@@ -318,6 +321,11 @@ class _KeyStateKeeper:
         if text is None:
             raise MigratorError(f"replicating changes failed: batch {batch_id} is missing from Spark's offset log in {self._checkpoint.where}")
         return StreamOffset.from_json(text, self._stream.arn)
+
+
+def _read_only(outcomes: list[ApplyOutcome]) -> list[ApplyOutcome]:
+    """The batch's outcomes with nothing applied: its records were read, its puts and deletes not made."""
+    return [replace(outcome, puts=0, deletes=0) for outcome in outcomes]
 
 
 def _record(summary: ReplicationSummary, metrics: ReplicationMetrics, batch_id: int, outcomes: list[ApplyOutcome]) -> None:

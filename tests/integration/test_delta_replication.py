@@ -2,8 +2,8 @@
 
 Driven two ways: `replicate()` against the scripted DynamoDB Streams server (a replayed batch,
 the Delta log's commits), and the whole run (`migrate`: snapshot into Delta, then changes) on
-moto's DynamoDB Streams. The table is read back with deltalake and `_item` compared with the
-source's items exactly.
+moto's DynamoDB Streams, into a local table and one on moto's S3 over HTTP. The table is read
+back with deltalake and `_item` compared with the source's items exactly.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 import pyarrow as pa
 import pytest
@@ -27,11 +27,13 @@ from migrator.target.delta import DeltaLocation, create_table, merge_once
 from migrator.target.delta_changes import change_batch
 from migrator.target.delta_rows import DeltaLayout, RowCounts
 from migrator.validate.compare import items_equal
-from testsupport.endpoint import put_items, scan_all, side
+from testsupport.endpoint import put_items, reaching, scan_all, side
 from testsupport.jobs import write_config
+from testsupport.s3_exports import create_bucket
 from testsupport.sample_data import create_sample_table, make_items
 from testsupport.streamserver import ScriptedStreamServer, make_shard_id
 
+from tests.integration.test_delta_target import s3_options
 from tests.integration.test_replicate_scripted import KEY_NAMES, KEY_SCHEMA, VIEW, Script, committed
 
 pytestmark = pytest.mark.integration
@@ -42,11 +44,11 @@ RUN_SECONDS = 60
 APP_NAME = "orders-into-delta"
 
 
-def delta_items(path: Path) -> dict[tuple, dict]:
+def delta_items(path: Path | str, storage_options: dict[str, str] | None = None) -> dict[tuple, dict]:
     """The Delta table's items (from `_item`, wire form) by key; empty when there is no table yet."""
-    if not DeltaTable.is_deltatable(str(path)):
+    if not DeltaTable.is_deltatable(str(path), storage_options=storage_options):
         return {}
-    rows = DeltaTable(str(path)).to_pyarrow_table().to_pylist()
+    rows = DeltaTable(str(path), storage_options=storage_options).to_pyarrow_table().to_pylist()
     items = [json.loads(row["_item"]) for row in rows]
     assert len({json.dumps(_key(item), sort_keys=True) for item in items}) == len(items), "a key is in the table twice"
     return {_key(item): item for item in items}
@@ -71,10 +73,23 @@ def scripted(script: Script) -> list[dict]:
 
 
 def log_commits(path: Path) -> list[dict]:
-    """Each commit of the table's log: its operation and its application transactions."""
+    """Each commit of the local table's log: its operation and its application transactions."""
+    return commits_of(entry.read_text() for entry in sorted((path / "_delta_log").glob("*.json")))
+
+
+def s3_log_commits(s3, uri: str) -> list[dict]:
+    """`log_commits` of a table on the emulator's S3."""
+    bucket, _, prefix = uri.removeprefix("s3://").partition("/")
+    listed = s3.list_objects_v2(Bucket=bucket, Prefix=f"{prefix}/_delta_log/")["Contents"]
+    keys = sorted(o["Key"] for o in listed if o["Key"].endswith(".json"))
+    return commits_of(s3.get_object(Bucket=bucket, Key=key)["Body"].read().decode() for key in keys)
+
+
+def commits_of(entries: Iterable[str]) -> list[dict]:
+    """Each commit's operation and application transactions, from the texts of its log entries in order."""
     commits = []
-    for entry in sorted((path / "_delta_log").glob("*.json")):
-        actions = [json.loads(line) for line in entry.read_text().splitlines() if line.strip()]
+    for text in entries:
+        actions = [json.loads(line) for line in text.splitlines() if line.strip()]
         info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
         commits.append({"operation": info["operation"], "txn": [a["txn"] for a in actions if "txn" in a]})
     return commits
@@ -156,8 +171,10 @@ def test_puts_updates_deletes_converge_one_merge_commit_per_batch_and_a_replayed
     script.put(A, "k3")  # written while stopped: the run after the replay applies it
     script.delete(A, "k4")
 
-    run.run_until(run.converged(script))
+    rerun = run.run_until(run.converged(script))
 
+    # The replayed batch is counted by the run that merged it, not again: this run applied k3 and k4.
+    assert (rerun.puts, rerun.deletes) == (1, 1), rerun
     merges = [c for c in log_commits(run.path) if c["operation"] == "MERGE"]
     versions = [txn["version"] for commit in merges for txn in commit["txn"]]
     assert versions.count(replayed) == 1, f"the replayed batch {replayed} was merged again: {versions}"
@@ -184,14 +201,20 @@ def test_a_batch_the_table_holds_is_skipped_and_one_behind_it_is_refused(tmp_pat
     assert list(delta_items(tmp_path / "table").values()) == [item]
 
 
-def test_snapshot_into_delta_then_changes_through_the_run_on_moto_streams(spark, dynamodb, endpoint_url, table_name, tmp_path):
+@pytest.mark.parametrize("where", ["local", "emulator-s3"])
+def test_snapshot_into_delta_then_changes_through_the_run_on_moto_streams(
+    spark, dynamodb, s3, endpoint_url, table_name, tmp_path, where
+):
     source = table_name("delta-live")
     create_sample_table(dynamodb, source)
     put_items(dynamodb, source, make_items(60))
-    path = tmp_path / "table"
+    if where == "local":
+        path, options, reach = str(tmp_path / "table"), None, {}
+    else:  # moto's S3 over HTTP, as a user's bucket
+        path, options, reach = f"s3://{create_bucket(s3)}/tables/orders", s3_options(endpoint_url), reaching(endpoint_url)
     config = write_config(tmp_path, {
         "source": side(endpoint_url, source, scanSegments=2),
-        "target": {"type": "delta", "path": str(path), "streamChanges": True},
+        "target": {"type": "delta", "path": path, "streamChanges": True, **reach},
         "checkpointLocation": str(tmp_path / "checkpoint"),
         "savepoints": {"path": str(tmp_path / "savepoints")},
     })  # fmt: skip
@@ -210,12 +233,16 @@ def test_snapshot_into_delta_then_changes_through_the_run_on_moto_streams(spark,
             for key in keys[1:4]:
                 dynamodb.delete_item(TableName=source, Key=key)
             return False
-        return same_items(scan_all(dynamodb, source), delta_items(path)) or time.monotonic() > deadline
+        return same_items(scan_all(dynamodb, source), delta_items(path, options)) or time.monotonic() > deadline
 
     result = migrate(load_config(str(config)), lambda: spark, should_stop=should_stop)
 
     assert result.snapshot.written == 60
-    assert same_items(scan_all(dynamodb, source), delta_items(path)), "the Delta table did not converge to the source"
+    converged = same_items(scan_all(dynamodb, source), delta_items(path, options))
+    assert converged, "the Delta table did not converge to the source"
     assert result.replication.puts >= 6 and result.replication.deletes >= 3
-    merges = [c for c in log_commits(path) if c["operation"] == "MERGE"]
+    commits = log_commits(Path(path)) if where == "local" else s3_log_commits(s3, path)
+    merges = [c for c in commits if c["operation"] == "MERGE"]
     assert merges and all(c["txn"][0]["appId"] == f"migrator_{source}" for c in merges)
+    versions = [c["txn"][0]["version"] for c in merges]
+    assert versions == sorted(set(versions)), f"a batch was merged twice: {versions}"

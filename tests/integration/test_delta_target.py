@@ -216,8 +216,6 @@ def test_a_folder_of_other_files_is_refused(endpoint_url, all_types_table, tmp_p
 
 @pytest.mark.parametrize("target, texts", [
     ({"columns": [{"name": "n", "type": "money"}]}, ["target.columns[0].type", "'money' is not a column type"]),
-    ({"streamChanges": {"type": "kinesis", "streamArn": "arn:aws:kinesis:us-east-1:123456789012:stream/orders"}},
-     ["target.streamChanges", "replicating a Kinesis data stream's changes into a Delta table is not supported"]),
 ])  # fmt: skip
 def test_a_config_this_version_cannot_write_is_refused_at_load(endpoint_url, all_types_table, tmp_path, target, texts):
     path = tmp_path / "lake"

@@ -20,6 +20,7 @@ from testsupport.endpoint import list_tables, put_items, scan_all, side
 from testsupport.export_imports import export_source, import_config
 from testsupport.export_writes import export_target
 from testsupport.jobs import assert_one_clear_line, run_job, write_config
+from testsupport.kinesis_runs import create_stream
 from testsupport.s3_exports import export_live_table
 from testsupport.sample_data import create_sample_table, make_items
 
@@ -248,3 +249,24 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+def test_kinesis_into_delta_says_it_would_enable_the_streaming_destination_and_writes_nothing(
+    dynamodb, kinesis, endpoint_url, table_name, tmp_path
+):
+    source = table_name("dry-kinesis-delta")
+    create_sample_table(dynamodb, source)
+    arn = create_stream(kinesis)
+    config = write_config(tmp_path, {
+        "source": side(endpoint_url, source),
+        "target": {"type": "delta", "path": str(tmp_path / "table"), "streamChanges": {"type": "kinesis", "streamArn": arn}},
+        "checkpointLocation": str(tmp_path / "checkpoint"),
+    })  # fmt: skip
+
+    result = dry_run(config, tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert f"Kinesis stream {arn} (retention 24 h): would enable the streaming destination of table {source!r}" \
+        "; merged into the Delta table, one commit per batch" in result.stdout, result.stdout
+    assert dynamodb.describe_kinesis_streaming_destination(TableName=source)["KinesisDataStreamDestinations"] == []
+    assert not (tmp_path / "table").exists() and not (tmp_path / "checkpoint").exists()

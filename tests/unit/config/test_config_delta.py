@@ -84,20 +84,26 @@ def test_replication_of_the_dynamodb_stream_into_delta_loads():
     assert config.writes_delta and config.target.stream_changes is True and config.kinesis is None
 
 
-def test_replication_of_a_kinesis_stream_into_delta_is_refused_at_load():
-    kinesis = {"type": "kinesis", "streamArn": "arn:aws:kinesis:us-east-1:123456789012:stream/orders"}
-
-    message = refusal(UnsupportedFeature, streamChanges=kinesis)
-
-    assert message.startswith(
-        "target.streamChanges: replicating a Kinesis data stream's changes into a Delta table is not supported"
-    )
-    assert "streamChanges: true" in message and "\n" not in message
+KINESIS = {"type": "kinesis", "streamArn": "arn:aws:kinesis:us-east-1:123456789012:stream/orders"}
 
 
-def test_restart_on_an_invalid_checkpoint_with_a_delta_target_is_refused_at_load():
+def test_replication_of_a_kinesis_stream_into_delta_loads():
+    config = parse_config(text(streamChanges=dict(KINESIS, appName="orders-lake")), FILE).config
+
+    assert config.writes_delta and config.kinesis.stream_arn == KINESIS["streamArn"]
+    assert config.kinesis_app_name == "orders-lake"
+
+
+def test_a_kinesis_stream_in_another_region_than_the_source_is_refused_into_delta_too():
+    other = dict(KINESIS, streamArn="arn:aws:kinesis:eu-west-1:123456789012:stream/orders")
+
+    assert "the stream is in region eu-west-1" in refusal(ConfigError, streamChanges=other)
+
+
+@pytest.mark.parametrize("changes", [True, KINESIS], ids=["dynamodb-streams", "kinesis"])
+def test_restart_on_an_invalid_checkpoint_with_a_delta_target_is_refused_at_load(changes):
     document = copy.deepcopy(BASE)
-    document["target"]["streamChanges"] = True
+    document["target"]["streamChanges"] = changes
     document["invalidCheckpointBehavior"] = "restart"
 
     with pytest.raises(UnsupportedFeature, match="^invalidCheckpointBehavior: restart \\(copying the table again\\) with a Delta target"):
