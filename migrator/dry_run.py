@@ -71,7 +71,7 @@ def _plan(loaded: LoadedConfig, report: DryRunReport) -> DryRunReport:
     checks = preflight(config)
     report.add("source", f"table {config.source.table!r}: {_describe_table(checks.source)}")
     start = _savepoint(loaded, checks, report)
-    streaming = config.target.stream_changes is True or config.kinesis is not None
+    streaming = config.replicates
     if not (streaming and config.target.skip_initial_snapshot_transfer):
         target = checks.target or tables.planned_info(checks.creation)
         parallelism, parallelism_source = default_parallelism()
@@ -102,7 +102,7 @@ def _import_plan(loaded: LoadedConfig, report: DryRunReport) -> DryRunReport:
     report.add("resume", f"would resume: {len(done)} of {len(files)} data files already imported, {plan.files} to import"
                if done else f"from the start: {plan.files} of {len(files)} data files to import")  # fmt: skip
     _add_target(config, checks.target, checks.creation, report)
-    if config.target.stream_changes is True or config.kinesis is not None:
+    if config.replicates:
         report.add("changes", _describe_chained_stream(config, checks))
         _add_checkpoint(config, report)
     return report
@@ -125,7 +125,7 @@ def _delta_import_plan(loaded: LoadedConfig, report: DryRunReport) -> DryRunRepo
     state = "would append to the Delta table there" if checks.existing else "would create a Delta table"
     commits = "one MERGE for the whole export" if summary.is_incremental else "one commit per data file"
     report.add("target", f"{checks.target.uri}: {state} with columns {', '.join(checks.layout.column_names)}, {commits}")
-    if config.target.stream_changes is True:
+    if config.replicates:
         report.add("changes", f"{_describe_chained_stream(config, checks)}; merged into the Delta table, one commit per batch")
         _add_checkpoint(config, report)
     return report
@@ -203,7 +203,7 @@ def _delta_plan(config: MigratorConfig, report: DryRunReport) -> DryRunReport:
     state = "would append to the Delta table there" if checks.existing else "would create a Delta table"
     columns = ", ".join(checks.layout.column_names)
     report.add("target", f"{checks.target.uri}: {state} with columns {columns}, one commit per segment")
-    if config.target.stream_changes is True or config.kinesis is not None:
+    if config.replicates:
         report.add("changes", f"{_describe_stream(config, checks)}; merged into the Delta table, one commit per batch")
         _add_checkpoint(config, report)
     return report

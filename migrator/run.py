@@ -87,7 +87,7 @@ def migrate(
     start = resume_point(progress, config.source.scan_segments, config.skip_segments, copied_in_config(config))
     recorded = progress.target if progress is not None else target_in_config(config)
     check_recorded_target(store.path, len(start.copied), "segments", recorded, checks.target, config.target.table)
-    streaming = config.target.stream_changes is True or config.kinesis is not None
+    streaming = config.replicates
     if streaming:
         checkpoint.check_writable(checkpoint.location(config))
     registry = endpoint(config.metrics_port, config.metrics_host)  # binds metricsPort: the snapshot's and the replication's
@@ -154,7 +154,7 @@ def _import_export(
     checkpoint resumes replication without importing again (the savepoint lists every file).
     """
     config = loaded.config
-    chained = config.target.stream_changes is True or config.kinesis is not None
+    chained = config.replicates
     checks = export_import.preflight(config)
     store = savepoint_folders.open_store(
         loaded, spark_factory, savepoint_folders.export_side(config.source, checks.source.summary.export_arn)
@@ -174,10 +174,7 @@ def _import_export(
         saved = Checkpoint(spark, checkpoint.location(config)) if chained else None
         if saved is not None:
             chaining.check_resumable(config, live, checks.source, saved, done)  # the last check
-            if config.kinesis is not None:
-                stream = chaining.open_kinesis_stream(config, live, checks.source.summary, saved)
-            else:
-                stream = chaining.open_stream(config, live)
+            stream = _open_chained_stream(config, live, checks.source.summary, saved)
         target = checks.target or _create_target(config, checks)
         result.phase = "snapshot"
         result.snapshot = export_import.import_export(
@@ -186,6 +183,15 @@ def _import_export(
     if saved is None:
         return result
     return _replicate_after_import(spark, config, checks.source.summary, live, stream, saved, should_stop, metrics, result)
+
+
+def _open_chained_stream(
+    config: MigratorConfig, live: chaining.LiveStream, summary: ExportSummary, saved: Checkpoint
+) -> StreamInfo | KinesisStream:
+    """The live table's stream an import chains to: its Kinesis stream from the export's time, or its DynamoDB stream."""
+    if config.kinesis is not None:
+        return chaining.open_kinesis_stream(config, live, summary, saved)
+    return chaining.open_stream(config, live)
 
 
 def _replicate_after_import(
@@ -261,7 +267,7 @@ def _write_delta(
     merged into the table, a commit per batch (`migrator.replicate.delta_apply`), until Ctrl+C.
     """
     config = loaded.config
-    streaming = config.target.stream_changes is True or config.kinesis is not None
+    streaming = config.replicates
     checks = delta_copy.preflight(config)
     source_side = savepoint_folders.table_side(config.source, "source", checks.source)
     store = savepoint_folders.open_store(loaded, spark_factory, source_side, target=delta_copy.target_side(config.target))
@@ -301,7 +307,7 @@ def _import_into_delta(
     check first, resumable by savepoint. With target.streamChanges, the live table's stream is then merged into
     the table until Ctrl+C, chained as for a DynamoDB target (`_import_export`)."""
     config = loaded.config
-    chained = config.target.stream_changes is True
+    chained = config.replicates
     checks = delta_import.preflight(config)
     source_side = savepoint_folders.export_side(config.source, checks.source.summary.export_arn)
     store = savepoint_folders.open_store(loaded, spark_factory, source_side, target=delta_copy.target_side(config.target))
@@ -320,7 +326,7 @@ def _import_into_delta(
     stream = None
     if saved is not None:
         chaining.check_resumable(config, live, checks.source, saved, done)  # the last check
-        stream = chaining.open_stream(config, live)
+        stream = _open_chained_stream(config, live, checks.source.summary, saved)
     result.phase = "snapshot"
     result.snapshot = delta_import.import_to_delta(spark, config, checks, store, done)
     if saved is None:

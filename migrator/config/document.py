@@ -171,6 +171,11 @@ class MigratorConfig(ConfigModel):
         return isinstance(self.target, DeltaTarget)
 
     @property
+    def replicates(self) -> bool:
+        """Whether the run replays changes after the snapshot: a DynamoDB stream's (streamChanges: true) or a Kinesis one's."""
+        return self.target.stream_changes is True or self.kinesis is not None
+
+    @property
     def live_source(self) -> DynamoSource | None:
         """The live table whose stream is replicated: the source table, or an export's streamSource."""
         if isinstance(self.source, S3ExportSource):

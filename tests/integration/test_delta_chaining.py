@@ -17,6 +17,7 @@ from migrator.config import load_config
 from migrator.run import migrate
 from testsupport.endpoint import scan_all, side
 from testsupport.jobs import assert_one_clear_line, run_job, write_config
+from testsupport.kinesis_runs import create_stream
 from testsupport.replication import list_commits
 from testsupport.s3_exports import export_live_table
 
@@ -97,3 +98,25 @@ def test_an_export_into_delta_whose_live_table_has_no_stream_is_refused(s3, dyna
     assert_one_clear_line(result, [live, "stream"])
     assert not path.exists()
     assert not (tmp_path / "checkpoint").exists()
+
+
+def test_the_export_is_imported_into_delta_then_the_kinesis_streams_changes_merged(
+    s3, dynamodb, kinesis, endpoint_url, table_name, tmp_path, spark
+):
+    live = table_name("delta-kinesis-live")
+    create_live_table(dynamodb, live, stream=False)
+    arn = create_stream(kinesis)
+    dynamodb.enable_kinesis_streaming_destination(TableName=live, StreamArn=arn)  # enabled before the export
+    export = export_live_table(s3, dynamodb, live)
+    change_after_the_export(dynamodb, live, start=120)  # only in the Kinesis stream, after exportTime
+    path, checkpoint = tmp_path / "lake", tmp_path / "checkpoint"
+    document = load_config(str(chained_config(tmp_path, endpoint_url, export, live, path))).raw
+    document["target"]["streamChanges"] = {"type": "kinesis", "streamArn": arn}
+    config = write_config(tmp_path, document)
+
+    result = migrate(load_config(str(config)), lambda: spark,
+                     until_converged(dynamodb, live, path, checkpoint, lambda: change_after_the_export(dynamodb, live, 200)))
+
+    assert result.snapshot.files_imported == 2
+    assert result.replication is not None and result.replication.records >= 6
+    assert same_items(scan_all(dynamodb, live), delta_items(path)), "the Delta table did not converge to the live table"
