@@ -22,6 +22,11 @@ Then the same items are imported from S3 exports, beside the Scan path (skipped 
       files, not timed): (d) DYNAMODB_JSON, (e) ION. Launched as (c) is, and timed from launch to exit and from
       its first BatchWriteItem to the answer to its last, through the same kind of proxy (its S3 reads go to
       the emulator directly; a data file's download precedes its first write by well under a second).
+Then the same table into a Delta Lake table, beside the DynamoDB target (skipped with --no-delta):
+  (f) the migrator with `target.type: delta` writing a local Delta table (delta-rs on the executors), launched,
+      proxied and sampled as (c) is. It sends no write the proxy could stamp, so (f) and (c) compare by the job's
+      own snapshot seconds (their summaries' `seconds:` line) and from launch to exit; verified by reading the
+      table's key columns back with delta-rs.
 Each copy goes into a fresh table, and is verified by scanning it: the item count and the set of keys must be
 the source's, else the exit code is 1 (after the full report).
 
@@ -78,6 +83,7 @@ sys.path.insert(0, str(REPO))  # testsupport: the emulator, the fault proxy, sam
 import boto3  # noqa: E402
 import yaml  # noqa: E402
 from botocore.config import Config  # noqa: E402
+from deltalake import DeltaTable  # noqa: E402
 
 from migrator.items import item_size_bytes, to_dynamodb_json  # noqa: E402
 from migrator.spark import LOCAL_DRIVER_JAVA_OPTIONS  # noqa: E402
@@ -119,6 +125,7 @@ class Copy:
     peak_rss: dict[str, int] = field(default_factory=dict)  # (c) only: bytes per kind of process
     target: str = ""  # the table a copy wrote
     emulator_cpu: float = 0.0  # on a fast emulator: its CPU-seconds during the copy (verification excluded)
+    job_seconds: float = 0.0  # (c), (f): the job's own snapshot seconds, from its summary
 
 
 # --- DynamoDB helpers -----------------------------------------------------------------------------------
@@ -243,20 +250,26 @@ def copy_plain(client, source: Source, emulator_cpu=None) -> Copy:
 
 
 def copy_migrator(client, emulator_url: str, source: Source, segments: int | None, workdir: Path,
-                  emulator_cpu=None) -> Copy:
+                  emulator_cpu=None, delta: Path | None = None) -> Copy:
     """(c) The migrator as a user runs it; a proxy that injects no faults timestamps its requests.
 
     With `emulator_cpu` (a fast emulator's CPU-seconds so far), no proxy: a relay in Python would cap a fast
     emulator's rate and share its cores, so the window is the job's own snapshot seconds (planned to complete),
     and the emulator's CPU during the job is kept.
+
+    With `delta`, (f): the same job into a local Delta table at that path (`target.type: delta`), through the
+    same kind of proxy. It sends no write the proxy could stamp, so its window is the job's own snapshot
+    seconds, which (c)'s summary reports too (`job_seconds`): the two compare by those.
     """
-    print(f"\n(c) migrator: spark-submit --master {MASTER} jobs/migrate.py ...")
-    target, job = f"bench-c-{uuid.uuid4().hex[:8]}", Job(workdir / f"job-{source.table}.log")
+    label = "(f) migrator into a local Delta table" if delta else "(c) migrator"
+    print(f"\n{label}: spark-submit --master {MASTER} jobs/migrate.py ...")
+    target = str(delta) if delta else f"bench-c-{uuid.uuid4().hex[:8]}"
+    job = Job(workdir / f"job-{'f-' if delta else ''}{source.table}.log")
     with contextlib.ExitStack() as stack:
         proxy = None if emulator_cpu else stack.enter_context(
             FaultProxy(emulator_url, fault_rate=0.0, record=True, clock=time.monotonic))
         endpoint_url = proxy.endpoint_url if proxy else emulator_url
-        command = spark_submit(write_config(workdir, endpoint_url, source.table, target, segments))
+        command = spark_submit(write_config(workdir, endpoint_url, source.table, target, segments, delta=bool(delta)))
         print(f"    {shlex.join(command)}")
         emulator0 = emulator_cpu() if emulator_cpu else 0.0
         rusage0, launched = children_cpu(), time.monotonic()
@@ -265,18 +278,21 @@ def copy_migrator(client, emulator_url: str, source: Source, segments: int | Non
         emulator_seconds = emulator_cpu() - emulator0 if emulator_cpu else 0.0
         requests = proxy.recorded if proxy else []  # (operation, body, arrived, answered)
     log = job.log_path.read_text(errors="replace").splitlines()
-    if proxy:
+    reported = next((line.split()[-1] for line in log if line.startswith("  seconds:")), "0")
+    job_seconds = float(reported.replace(",", ""))
+    if proxy and not delta:
         first_scan = min((r[2] for r in requests if r[0] == "Scan"), default=exited)
         last_write = max((r[3] for r in requests if r[0] == "BatchWriteItem"), default=exited)
         window, where = max(last_write - first_scan, 0.0), "first Scan → last write"
         placed = f", from {first_scan - launched:.1f} s after launch to {exited - last_write:.1f} s before exit"
     else:
-        reported = next((line.split()[-1] for line in log if line.startswith("  seconds:")), "0")
-        window, where, placed = float(reported.replace(",", "")), "the job's snapshot seconds", ""
+        window, where, placed = job_seconds, "the job's snapshot seconds", ""
     plan = next((line.partition("snapshot plan: ")[2] for line in log if "snapshot plan: " in line), "?")
-    copy = Copy(f"spark-submit --master {MASTER}; {', '.join(plan.split(', ')[:2])}", exited - launched,
+    how = "target.type: delta, a local path" if delta else ', '.join(plan.split(', ')[:2])  # a Delta copy logs no plan
+    copy = Copy(f"spark-submit --master {MASTER}; {how}", exited - launched,
                 rusage + job.kernel_reaped_worker_cpu(), window_seconds=window, peak_rss=job.peak_rss,
-                workers_sampled=job.kernel_reaped_worker_cpu() > 0, target=target, emulator_cpu=emulator_seconds)
+                workers_sampled=job.kernel_reaped_worker_cpu() > 0, target=target, emulator_cpu=emulator_seconds,
+                job_seconds=job_seconds)
     print(f"    plan: {plan}")
     print(f"    launch → exit {copy.seconds:.1f} s; {where} {copy.window_seconds:.1f} s{placed}")
     print(f"    client CPU {copy.client_cpu:.1f} s = {rusage:.1f} s waited for (RUSAGE_CHILDREN; {len(job.reaped)} "
@@ -288,8 +304,20 @@ def copy_migrator(client, emulator_url: str, source: Source, segments: int | Non
         copy.check = f"the job exited with code {exit_code}; its log ends:\n    " + "\n    ".join(log[-40:])
         return copy
     print("\n".join(f"    | {line}" for line in log if line.startswith(("snapshot ", "  "))))  # the job's summary
-    verify(client, copy, target, source)
+    if delta:
+        verify_delta(copy, delta, source)
+    else:
+        verify(client, copy, target, source)
     return copy
+
+
+def verify_delta(copy: Copy, path: Path, source: Source) -> None:
+    """Read the Delta table's key columns back (delta-rs): the copy is good when its rows and keys are the source's."""
+    rows = DeltaTable(str(path)).to_pyarrow_table(columns=["pk", "sk"]).to_pylist()
+    keys = {(row["pk"], row["sk"]) for row in rows}
+    copy.ok = len(rows) == len(source.keys) and keys == source.keys
+    copy.check = f"Delta {path.name}: {len(rows):,} rows, {len(keys):,} distinct keys: {'OK' if copy.ok else 'MISMATCH'}"
+    print(f"    check {copy.check}")
 
 
 def validate_copy(emulator_url: str, source: Source, copy: Copy, segments: int | None, workdir: Path) -> Copy:
@@ -342,16 +370,18 @@ def spark_submit(config: Path, job: str = "migrate.py", *args: str) -> list[str]
             str(REPO / "jobs" / job), "--config", str(config), *args]
 
 
-def write_config(workdir: Path, endpoint_url: str, source: str, target: str, segments: int | None) -> Path:
-    """The job's YAML: both tables behind the proxy; the split left to the migrator unless --segments."""
+def write_config(workdir: Path, endpoint_url: str, source: str, target: str, segments: int | None,
+                 delta: bool = False) -> Path:
+    """The job's YAML: both tables behind the proxy; the split left to the migrator unless --segments.
+    `delta`: `target` is a local Delta table's path."""
     host, _, port = endpoint_url.rpartition(":")
 
     def side(table: str) -> dict:
         return {"type": "dynamodb", "table": table, "region": REGION, "endpoint": {"host": host, "port": int(port)},
                 "credentials": {"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}}
 
-    config = {"source": side(source), "target": {**side(target), "streamChanges": False},
-              "savepoints": {"path": str(workdir / "savepoints")}}
+    target_block = {"type": "delta", "path": target} if delta else {**side(target), "streamChanges": False}
+    config = {"source": side(source), "target": target_block, "savepoints": {"path": str(workdir / "savepoints")}}
     if segments:
         config["source"]["scanSegments"] = segments
     path = workdir / "bench-c.yaml"
@@ -560,6 +590,7 @@ def reproduce_command(args: argparse.Namespace) -> str:
     flags = f"--items {args.items} --payload-bytes {args.payload_bytes} --limit-threads {args.limit_threads}"
     segments = f" --segments {args.segments}" if args.segments else ""
     imports = " --no-imports" if args.no_imports else f" --export-files {args.export_files}"
+    imports += " --no-delta" if args.no_delta else ""
     if args.emulator == "dynalite":
         flags = f"--emulator dynalite --items {args.items} --small-items {args.small_items} " \
                 f"--payload-bytes {args.payload_bytes}"
@@ -592,10 +623,11 @@ def print_header(args: argparse.Namespace) -> dict[str, str]:
 
 
 def report(args: argparse.Namespace, facts: dict[str, str], source: Source, a: Copy, b: Copy, c: Copy, v: Copy,
-           imports: dict[str, Copy] | None = None) -> None:
+           imports: dict[str, Copy] | None = None, f: Copy | None = None) -> None:
     """Rates, ratios, CPU, memory and the goals; then the same as a Markdown table for docs/benchmarks.md.
 
-    `v`: the validation of (c)'s copy; `imports`: (d) and (e), the S3 export imports, by label, when they ran.
+    `v`: the validation of (c)'s copy; `imports`: (d) and (e), the S3 export imports, by label, when they ran;
+    `f`: the copy into a local Delta table, when it ran.
     """
     imports = imports or {}
     n, rss, load = args.items, c.peak_rss, "{:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
@@ -624,8 +656,10 @@ def report(args: argparse.Namespace, facts: dict[str, str], source: Source, a: C
     print(f"goal: validation no slower than the copy, v >= c (first Scan onwards): "
           f"{'MET' if rate['v'] >= rate['c'] else 'NOT MET'} ({rate['v']:,.0f} vs {rate['c']:,.0f} items/s; "
           f"launch → exit {v.seconds:.1f} s vs {c.seconds:.1f} s)")
+    if f is not None:
+        report_delta(n, c, f)
     print(f"load average at end (1/5/15 min): {load}")
-    for copy in (a, b, c, v, *imports.values()):
+    for copy in (a, b, c, v, *imports.values(), *([f] if f else [])):
         print(f"verified: {copy.check}" if copy.ok else f"FAILED: {copy.how}: {copy.check}")
     print(f"\n## Markdown\n\nSnapshot copy of {n:,} items ({source.mean_item_bytes:,.0f} bytes on average) on the "
           f"moto emulator; {facts['machine']}; {facts['versions']}; load average {facts['load'].split()[0]} at "
@@ -645,10 +679,27 @@ def report(args: argparse.Namespace, facts: dict[str, str], source: Source, a: C
         rows += [(f"{name}, first write → last write", copy.how, copy.window_seconds, "", ""),
                  (f"{name}, launch → exit", "the same run, JVM start-up and shutdown included", copy.seconds,
                   f"{copy.client_cpu / n * 10_000:.2f}", ", ".join(f"{k} {mib(v)}" for k, v in copy.peak_rss.items()))]
+    if f is not None:
+        rows += [("(c) migrator, the job's snapshot seconds", "the same run as (c), by its summary", c.job_seconds, "", ""),
+                 ("(f) migrator into a local Delta table, the job's snapshot seconds", f.how, f.job_seconds, "", ""),
+                 ("(f) migrator into Delta, launch → exit", "the same run, JVM start-up and shutdown included", f.seconds,
+                  f"{f.client_cpu / n * 10_000:.2f}", ", ".join(f"{k} {mib(v)}" for k, v in f.peak_rss.items()))]
     for run, how, seconds, cpu_10k, peak in rows:
         items_per_second = n / seconds if seconds else 0.0
         print(f"| {run} | {how} | {seconds:,.1f} | {items_per_second:,.0f} | {items_per_second / rate['a']:.2f} "
               f"| {cpu_10k} | {peak} |")
+
+
+def report_delta(n: int, c: Copy, f: Copy) -> None:
+    """(f) against (c): the same items into a local Delta table and into the emulator's DynamoDB, as ratios."""
+    rate_c, rate_f = (n / copy.job_seconds if copy.job_seconds else 0.0 for copy in (c, f))
+    cpu_c, cpu_f = (copy.client_cpu / n * 10_000 for copy in (c, f))
+    print(f"items/s into a local Delta table: (f) {rate_f:,.0f} by the job's snapshot seconds ({n / f.seconds:,.0f} "
+          f"from launch to exit), (c) into DynamoDB {rate_c:,.0f} ({n / c.seconds:,.0f}); f/c {rate_f / rate_c:.2f} "
+          f"({c.seconds / f.seconds:.2f} from launch to exit)" if rate_c else "items/s into Delta: (c) has no seconds")
+    print(f"client CPU-s per 10,000 items: (f) {cpu_f:.2f}, (c) {cpu_c:.2f}; f/c {cpu_f / cpu_c:.2f}")
+    print(f"goal: the snapshot into Delta at least as fast as into the emulator's DynamoDB, f >= c: "
+          f"{'MET' if rate_f >= rate_c else 'NOT MET'} ({rate_f:,.0f} vs {rate_c:,.0f} items/s)")
 
 
 # --- On a fast emulator (dynalite) -------------------------------------------------------------------------
@@ -729,6 +780,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--limit-threads", type=int, default=8, help="Scan segments and write threads of (a)")
     parser.add_argument("--export-files", type=int, default=8, help="data files of each export of (d), (e)")
     parser.add_argument("--no-imports", action="store_true", help="skip (d) and (e), the S3 export imports")
+    parser.add_argument("--no-delta", action="store_true", help="skip (f), the copy into a local Delta table")
     parser.add_argument("--emulator", choices=("moto", "dynalite"), default="moto",
                         help="moto (default), or dynalite: (b) and (c) at two sizes and (v), with the emulator's "
                         "CPU per item (no S3, so no imports)")
@@ -770,8 +822,10 @@ def benchmark(args: argparse.Namespace, emulator: EmulatorProcess, workdir: Path
         exports = write_exports(emulator.endpoint_url, source, args.items, args.payload_bytes, args.export_files)
         for (label, _), export in zip(IMPORTS, exports):
             imports[label] = copy_import(client, emulator.endpoint_url, source, export, label, workdir)
-    report(args, facts, source, a, b, c, v, imports)
-    return 0 if all(copy.ok for copy in (a, b, c, v, *imports.values())) else 1
+    f = None if args.no_delta else copy_migrator(client, emulator.endpoint_url, source, args.segments, workdir,
+                                                 delta=workdir / "delta-f")  # fmt: skip
+    report(args, facts, source, a, b, c, v, imports, f)
+    return 0 if all(copy.ok for copy in (a, b, c, v, *imports.values(), *([f] if f else []))) else 1
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -30,6 +30,7 @@ from migrator.errors import MigratorError
 from migrator.snapshot.export_copy import FileTask
 from migrator.target.export_folder import ExportFolder, open_data_file, read_range
 from migrator.task_boundary import errors_returned
+from migrator.validate.delta_side import DeltaFiles, delta_entries
 from migrator.validate.matching import Entry, KeyCheck, SideScan, check_keys, exported_entries, scanned_entries
 from migrator.validate.report import Tally
 from migrator.validate.work_file import HeldEntry, RangeReader, decode, encode, file_name, read_bucket
@@ -39,16 +40,18 @@ SOURCE, TARGET = "source", "target"
 
 @dataclass(frozen=True)
 class ReadTask:
-    """One read unit: a segment of a side's table (`scan`), or a data file of an export source (`file`)."""
+    """One read unit: a segment of a side's table (`scan`), a data file of an export (`file`), or some
+    data files of a Delta target (`delta`)."""
 
-    unit: str  # its name in the savepoint and in file names: "source-3", "target-0", "source-file-2"
+    unit: str  # its name in the savepoint and in file names: "source-3", "target-0", "source-file-2", "target-delta-1"
     buckets: int
     folder: ExportFolder  # the validation's work folder
     scan: SideScan | None = None
     segment: int = 0
     file: FileTask | None = None
     renames: tuple[tuple[str, str], ...] = ()  # an export's: a scan carries its own
-    key_names: tuple[str, ...] = ()
+    key_names: tuple[str, ...] = ()  # an export's as it names them; a Delta table's
+    delta: DeltaFiles | None = None
 
 
 # What a Hadoop work folder holds, which executors cannot reach, passed by value: (name in the folder,
@@ -102,6 +105,8 @@ def read_unit(task: ReadTask) -> ReadOutcome:
 
 
 def _entries(task: ReadTask) -> Iterator[tuple[str, Entry]]:
+    if task.delta is not None:
+        return delta_entries(task.delta, task.key_names)
     if task.file is not None:
         return exported_entries(task.file, dict(task.renames), task.key_names)
     return scanned_entries(task.scan, task.segment)

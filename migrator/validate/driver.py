@@ -5,6 +5,7 @@ validation's savepoint) runs before the Spark session starts, so bad input is on
 exit 2. A live source table is read as the migration's copy reads it: the same segments and
 concurrency (`plan_copy`), paced by `throughputReadPercent`. An S3 export, the source of an
 import or the target the migrator wrote, is read a data file per unit, as its import reads it.
+A Delta target is read from its data files at one version, a group of files per unit (`delta_side`).
 Repairs are written at the target's share of its capacity (`throughputWritePercent`); an
 export target is never written.
 
@@ -30,14 +31,16 @@ from migrator.config import LoadedConfig, MigratorConfig
 from migrator.config.document import Validation
 from migrator.driver_region import with_the_drivers_region
 from migrator.errors import ConfigError, MigratorError, TargetTableNotFound, UnsupportedFeature, ValidationFailed
+from migrator.export.manifest import DataFile
 from migrator.export.plan import plan_import
 from migrator.plan import SnapshotPlan, plan_snapshot, planned_units
-from migrator.snapshot import export_import, export_write, savepoint_folders
+from migrator.snapshot import delta_copy, delta_import, export_import, export_write, savepoint_folders
 from migrator.snapshot.export_copy import FileTask
 from migrator.snapshot.preflight import describe_live_source
 from migrator.snapshot.runner import UnitJobs, run_job, run_units
 from migrator.snapshot.savepoints import VALIDATION, SavepointStore, Side, UnitLedger
 from migrator.snapshot.table_copy import plan_copy, preflight
+from migrator.target.delta import location_of
 from migrator.target.export_folder import ExportFolder, delete_folder, read_written_export
 from migrator.target.hadoop_folder import HadoopFolder
 from migrator.target.tables import TableInfo
@@ -45,6 +48,7 @@ from migrator.validate.buckets import (
     SOURCE, TARGET, CompareOutcome, CompareTask, ReadOutcome, ReadTask, bucket_bytes, compare_bucket, read_unit,
     unit_failed,
 )  # fmt: skip
+from migrator.validate.delta_side import TEXT_PER_PARQUET_BYTE, check_is_table, pin, read_units
 from migrator.validate.matching import KeyCheck, SideScan
 from migrator.validate.progress import SavedValidation, ValidationProgress, answer_options
 from migrator.validate.report import Tally, ValidationSummary, check_report_path, write_report
@@ -68,6 +72,7 @@ class Units:
     check: KeyCheck
     total_segments: int
     buckets: int
+    target_version: int | None = None  # a Delta target's, pinned (`delta_side.pin`)
 
     def names(self, side: str) -> tuple[str, ...]:
         return tuple(task.unit for task in self.reads if task.unit.startswith(f"{side}-"))
@@ -89,14 +94,11 @@ def validate(
     started = time.monotonic()
     loaded = with_the_drivers_region(loaded)  # executors call the region the checks called
     config = loaded.config
-    if config.writes_delta:
-        raise UnsupportedFeature(
-            "validating a Delta table", "target.type",
-            "compare from the table's _item column (docs/delta.md) until the validator reads Delta tables",
-        )  # fmt: skip
     if report_path is not None:
         check_report_path(report_path)
-    if config.imports_export:
+    if config.writes_delta:
+        finished = _validate_delta(loaded, spark_factory)
+    elif config.imports_export:
         finished = _validate_import(loaded, spark_factory)
     elif config.writes_export:
         finished = _validate_written_export(loaded, spark_factory)
@@ -122,7 +124,7 @@ def _validate_copy(loaded: LoadedConfig, spark_factory: Callable[[], SparkSessio
     plan = plan_copy(config, checks.source, target, segments, spark.sparkContext.defaultParallelism)
     source_scan = _source_scan(config, plan, checks.key_names, checks.ttl_attribute)
     target_scan = target_side_scan(config, plan, target, config.source.throughput_read_percent)
-    buckets = saved.buckets if saved else _bucket_count(plan, checks.source.size_bytes, target.size_bytes)
+    buckets = saved.buckets if saved else _bucket_count(plan.total_segments, checks.source.size_bytes, target.size_bytes)
     folder = _work_folder(config, store)
     reads = [_segment_read(SOURCE, source_scan, n, buckets, folder) for n in range(plan.total_segments)]
     reads += [_segment_read(TARGET, target_scan, n, buckets, folder) for n in range(plan.total_segments)]
@@ -159,7 +161,7 @@ def _validate_import(loaded: LoadedConfig, spark_factory: Callable[[], SparkSess
     )  # fmt: skip
     target_scan = target_side_scan(config, plan, target, DEFAULT_READ_PERCENT)
     # The export holds about what the target holds.
-    buckets = saved.buckets if saved else _bucket_count(plan, 2 * target.size_bytes)
+    buckets = saved.buckets if saved else _bucket_count(plan.total_segments, 2 * target.size_bytes)
     folder = _work_folder(config, store)
     renames = tuple(config.rename_map.items())
     reads = [
@@ -182,7 +184,8 @@ def _validate_written_export(loaded: LoadedConfig, spark_factory: Callable[[], S
     can be neither read again by key nor written: nothing is rechecked, and repairs are refused.
     """
     config = loaded.config
-    _refuse_repairs(config)
+    _refuse_repairs(config, "an S3 export target is read, never written, so it cannot be repaired: set it to "
+                    "false, and write the export again to fix it")  # fmt: skip
     source, ttl_attribute, _ = describe_live_source(config)
     folder = ExportFolder.of(config.target)
     if folder.hadoop:  # executors cannot reach a Hadoop filesystem (export_folder): nothing to read it with
@@ -196,7 +199,8 @@ def _validate_written_export(loaded: LoadedConfig, spark_factory: Callable[[], S
     spark = spark_factory()
     plan = export_write.plan_scan(config, source, spark.sparkContext.defaultParallelism, saved and saved.total_segments)
     source_scan = _source_scan(config, plan, source.key_names, ttl_attribute)
-    buckets = saved.buckets if saved else _bucket_count(plan, 2 * source.size_bytes)  # the export holds what the table does
+    # the export holds what the table does
+    buckets = saved.buckets if saved else _bucket_count(plan.total_segments, 2 * source.size_bytes)
     work = _work_folder(config, store)
     key_names = tuple(config.rename_map.get(name, name) for name in source.key_names)  # as the export names them
     files = manifests.files
@@ -210,14 +214,76 @@ def _validate_written_export(loaded: LoadedConfig, spark_factory: Callable[[], S
     return _run(spark, config, store, saved, Units(reads, plan.concurrency, check, plan.total_segments, buckets), work)
 
 
-def _refuse_repairs(config: MigratorConfig) -> None:
+def _validate_delta(loaded: LoadedConfig, spark_factory: Callable[[], SparkSession]) -> Finished:
+    """The source (a live table, or a full S3 export) against the Delta table the migration wrote (target.path).
+
+    The table's data files are read at one version (`delta_side`), a group of files per unit, each
+    row's `_item` the item. A Delta table cannot be read again by key cheaply nor written by the
+    validator: nothing is rechecked, and repairs are refused (docs/validation.md).
+    """
+    config = loaded.config
+    _refuse_repairs(config, "a Delta target is read from its data files, never written by the validator: set it "
+                    "to false, and copy the table again into a new target.path to fix it")  # fmt: skip
+    location = location_of(config.target)
+    check_is_table(location)
+    exported = config.imports_export
+    checks = delta_import.preflight(config) if exported else delta_copy.preflight(config)  # keys and columns matched
+    if exported:
+        source_side = savepoint_folders.export_side(config.source, checks.source.summary.export_arn)
+    else:
+        source_side = savepoint_folders.table_side(config.source, "source", checks.source)
+    # Named by its Delta table id too: a table deleted and written again is refused on resume, not mixed in.
+    target_side = replace(delta_copy.target_side(config.target), table_arn=checks.existing.table_id)
+    store, saved = _savepoint(loaded, spark_factory, source_side, target_side)
+    pinned = pin(location, saved.target_version if saved else None, store.path)
+    spark = spark_factory()
+    parallelism = spark.sparkContext.defaultParallelism
+    work = _work_folder(config, store)
+    key_names = tuple(config.rename_map.get(name, name) for name in checks.key_names)  # as the table names them
+    delta_units = read_units(pinned)
+    target_bytes = TEXT_PER_PARQUET_BYTE * pinned.size_bytes
+    if exported:
+        files = checks.source.files
+        # The export holds about what the table does.
+        buckets = saved.buckets if saved else _bucket_count(len(files), 2 * target_bytes)
+        reads = [_export_file_read(config, checks, data_file, n, buckets, work) for n, data_file in enumerate(files, 1)]
+        segments = len(files)
+        concurrency = plan_import(files=max(len(files), len(delta_units)), parallelism=parallelism,
+                                  max_map_tasks=config.source.max_map_tasks, write_units=0.0).concurrency  # fmt: skip
+    else:
+        plan = export_write.plan_scan(config, checks.source, parallelism, saved and saved.total_segments)
+        source_scan = _source_scan(config, plan, checks.key_names, checks.ttl_attribute)
+        buckets = saved.buckets if saved else _bucket_count(plan.total_segments, checks.source.size_bytes, target_bytes)
+        reads = [_segment_read(SOURCE, source_scan, n, buckets, work) for n in range(plan.total_segments)]
+        segments, concurrency = plan.total_segments, plan.concurrency
+    reads += [
+        ReadTask(f"{TARGET}-delta-{n}", buckets, work, key_names=key_names, delta=unit)
+        for n, unit in enumerate(delta_units, 1)
+    ]  # fmt: skip
+    check = _key_check(config, None, None, None, key_names)
+    return _run(spark, config, store, saved, Units(reads, concurrency, check, segments, buckets, pinned.version), work)
+
+
+def _export_file_read(
+    config: MigratorConfig, checks: delta_import.DeltaImportPreflight, data_file: DataFile, number: int, buckets: int,
+    work: ExportFolder,
+) -> ReadTask:  # fmt: skip
+    """A data file of the export a Delta table was imported from, read as `_validate_import` reads one."""
+    source = config.source
+    manifests = checks.source
+    file = FileTask(source.client_spec("source"), source.bucket, data_file, manifests.summary.output_format, number,
+                    len(manifests.files))  # fmt: skip
+    return ReadTask(f"{SOURCE}-file-{number}", buckets, work, file=file, renames=tuple(config.rename_map.items()),
+                    key_names=checks.key_names)  # fmt: skip
+
+
+def _refuse_repairs(config: MigratorConfig, why: str) -> None:
     options = _options(config)
     repairs = {"copyMissingRows": options.copy_missing_rows, "repairDifferences": options.repair_differences,
                "deleteExtraRows": options.delete_extra_rows}  # fmt: skip
     asked = [key for key, on in repairs.items() if on]
     if asked:
-        raise ConfigError(f"validation.{asked[0]}", "an S3 export target is read, never written, so it cannot be "
-                          "repaired: set it to false, and write the export again to fix it")  # fmt: skip
+        raise ConfigError(f"validation.{asked[0]}", why)
 
 
 def _savepoint(
@@ -245,8 +311,8 @@ def _work_folder(config: MigratorConfig, store: SavepointStore) -> ExportFolder:
     return ExportFolder(None, os.path.join(os.path.abspath(os.path.expanduser(savepoints.local_path)), name))
 
 
-def _bucket_count(plan: SnapshotPlan, *sizes_bytes: int) -> int:
-    return max(plan.total_segments, math.ceil(sum(sizes_bytes) / BUCKET_TARGET_BYTES))
+def _bucket_count(segments: int, *sizes_bytes: int) -> int:
+    return max(segments, math.ceil(sum(sizes_bytes) / BUCKET_TARGET_BYTES))
 
 
 def _segment_read(side: str, scan: SideScan, segment: int, buckets: int, folder: ExportFolder) -> ReadTask:
@@ -266,7 +332,8 @@ def _run(
     Once all are done the work files and the savepoint go: the validation is over.
     """
     progress = saved or ValidationProgress(
-        answer_options(config), units.total_segments, units.buckets, Tally(units.check.failures_to_fetch)
+        answer_options(config), units.total_segments, units.buckets, Tally(units.check.failures_to_fetch),
+        target_version=units.target_version,
     )
     ledger = UnitLedger(store, progress)
     ledger.start()
@@ -364,10 +431,11 @@ def target_side_scan(config: MigratorConfig, plan: SnapshotPlan, target: TableIn
 
 
 def _key_check(
-    config: MigratorConfig, plan: SnapshotPlan, source: SideScan | None, target: SideScan | None,
+    config: MigratorConfig, plan: SnapshotPlan | None, source: SideScan | None, target: SideScan | None,
     key_names: tuple[str, ...] = (),
 ) -> KeyCheck:
-    """`target` None: an S3 export, never written, whose keys are `key_names`; `source` None: no recheck."""
+    """`target` None: an S3 export or a Delta table, never written, whose keys are `key_names` (`plan` None
+    then: nothing is written); `source` None: no recheck."""
     options = _options(config)
     written = target is not None
     return KeyCheck(
@@ -375,7 +443,8 @@ def _key_check(
         tolerance=options.floating_point_tolerance, failures_to_fetch=options.failures_to_fetch,
         recheck_seconds=options.recheck_seconds, copy_missing=options.copy_missing_rows,
         repair_differences=options.repair_differences, delete_extra=options.delete_extra_rows,
-        batch_size=config.target.batch_size if written else 0, write_units_per_second=plan.write_units_per_task,
+        batch_size=config.target.batch_size if written else 0,
+        write_units_per_second=plan.write_units_per_task if written else None,
     )  # fmt: skip
 
 

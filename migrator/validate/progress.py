@@ -49,6 +49,9 @@ class ValidationProgress:
     tally: Tally
     read: frozenset[str] = frozenset()
     compared: frozenset[int] = frozenset()
+    # A Delta target's version the read units list the files of: a resumed run reads that version again,
+    # so its units hold the same files whatever was committed since.
+    target_version: int | None = None
 
     def with_done(self, unit: str | tuple[int, Tally]) -> "ValidationProgress":
         """A read unit by its name, or a compared bucket with what it found."""
@@ -67,6 +70,8 @@ class ValidationProgress:
             "compared": sorted(self.compared),
             "tally": self.tally.as_record(),
         }
+        if self.target_version is not None:
+            record[BLOCK]["targetVersion"] = self.target_version
 
 
 @dataclass(frozen=True)
@@ -86,6 +91,7 @@ class SavedValidation:
                 options=saved_options, total_segments=int(block["totalSegments"]), buckets=int(block["buckets"]),
                 tally=Tally.from_record(limit, block["tally"]), read=frozenset(str(u) for u in block["read"]),
                 compared=frozenset(int(b) for b in block["compared"]),
+                target_version=None if block.get("targetVersion") is None else int(block["targetVersion"]),
             )  # fmt: skip
         except (KeyError, TypeError, ValueError):
             raise SavepointError(f"savepoint {self.path} is damaged: delete it to start the validation over") from None

@@ -95,6 +95,18 @@ def test_progress_round_trips_through_the_savepoint(tmp_path):
     assert loaded_back.tally.as_record() == progress.tally.as_record()
 
 
+def test_a_delta_targets_pinned_version_round_trips_and_other_targets_have_none(tmp_path):
+    loaded = config()
+    options = answer_options(loaded.config)
+    store = SavepointStore(LocalFolder(str(tmp_path)), loaded.raw, VALIDATION_IDENTITY)
+    store.save(ValidationProgress(options, 4, 6, Tally(2), target_version=12))
+    assert SavedValidation(store.path, store.load_record()).progress(options).target_version == 12
+
+    store.save(ValidationProgress(options, 4, 6, Tally(2)))
+    assert "targetVersion" not in store.load_record()["validation"]
+    assert SavedValidation(store.path, store.load_record()).progress(options).target_version is None
+
+
 def test_a_different_sample_kind_and_its_attributes_survive():
     found = Tally(5, different=1)
     found.sample(Sample('{"pk":{"S":"x"}}', DIFFERENT, {"pk": {"S": "x"}}, ("a", "ключ")))
