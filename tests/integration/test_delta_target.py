@@ -280,6 +280,22 @@ def test_s3_credentials_reach_neither_output_nor_savepoint_nor_table(s3, endpoin
         assert secret.encode() not in s3.get_object(Bucket=bucket, Key=key)["Body"].read(), key
 
 
+def test_a_failing_delta_run_names_the_cause_and_not_the_secret(endpoint_url, all_types_table, tmp_path):
+    """delta-rs's own error text reaches the message: a bucket that does not exist, with a planted secret."""
+    secret = f"planted-delta-secret-{uuid.uuid4().hex[:8]}"
+    target = {"type": "delta", "path": f"s3://no-such-bucket-{uuid.uuid4().hex[:8]}/orders", **reaching(endpoint_url)}
+    target["credentials"] = {"accessKey": "delta-access-key", "secretKey": secret}
+    config = write_config(tmp_path, {"source": side(endpoint_url, all_types_table, scanSegments=2), "target": target})
+
+    result = run_job(config)
+
+    assert result.returncode != 0
+    assert "no-such-bucket" in result.stdout + result.stderr
+    assert secret not in result.stdout + result.stderr
+    for path in (tmp_path / "savepoints").rglob("*") if (tmp_path / "savepoints").exists() else ():
+        assert path.is_dir() or secret not in path.read_text()
+
+
 def test_a_dry_run_shows_the_table_and_writes_nothing(endpoint_url, all_types_table, tmp_path):
     path = tmp_path / "lake"
 
