@@ -30,7 +30,7 @@ from migrator.errors import MigratorError
 from migrator.snapshot.export_copy import FileTask
 from migrator.target.export_folder import ExportFolder, open_data_file, read_range
 from migrator.task_boundary import errors_returned
-from migrator.validate.matching import Entry, KeyCheck, SideScan, check_keys, exported_entries, scanned_entries
+from migrator.validate.matching import KeyCheck, SideScan, check_keys, exported_entries, scanned_entries
 from migrator.validate.report import Tally
 from migrator.validate.work_file import HeldEntry, RangeReader, decode, encode, file_name, read_bucket
 
@@ -101,13 +101,13 @@ def read_unit(task: ReadTask) -> ReadOutcome:
     return ReadOutcome(task.unit, error=caught.error) if caught.error else ReadOutcome(task.unit, items, files=files)
 
 
-def _entries(task: ReadTask) -> Iterator[tuple[str, Entry]]:
+def _entries(task: ReadTask) -> Iterator[tuple[str, HeldEntry]]:
     if task.file is not None:
         return exported_entries(task.file, dict(task.renames), task.key_names)
     return scanned_entries(task.scan, task.segment)
 
 
-def write_work_file(task: ReadTask, entries: Iterator[tuple[str, Entry]]) -> tuple[int, Files]:
+def write_work_file(task: ReadTask, entries: Iterator[tuple[str, HeldEntry]]) -> tuple[int, Files]:
     """Returns the items written, and the file to hand back (a Hadoop work folder)."""
     count, pieces = encode(entries, task.buckets)
     name = file_name(task.unit)

@@ -6,7 +6,7 @@ from migrator.connection import ClientSpec
 from migrator.snapshot.prune import canonical_key
 from migrator.target.export_folder import ExportFolder
 from migrator.validate.buckets import CompareTask, ReadTask, compare_bucket, write_work_file
-from migrator.validate.work_file import file_name
+from migrator.validate.work_file import file_name, item_text
 from migrator.validate.matching import KeyCheck, SideScan
 
 BUCKETS = 3
@@ -31,7 +31,7 @@ CHECK = KeyCheck(
 
 
 def write_unit(folder: ExportFolder, unit: str, items: list[dict]) -> int:
-    entries = iter([(canonical_key({"pk": item["pk"]}), (item, False)) for item in items])
+    entries = iter([(canonical_key({"pk": item["pk"]}), (item_text(item), False)) for item in items])
     count, handed_back = write_work_file(ReadTask(unit, BUCKETS, folder), entries)
     assert handed_back == ()  # a local folder: written here, nothing for the driver
     return count
