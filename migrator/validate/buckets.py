@@ -94,9 +94,14 @@ class CompareOutcome:
 
 
 def read_unit(task: ReadTask) -> ReadOutcome:
-    """Read the unit's items into its work file. Never raises (`migrator.task_boundary`)."""
+    """Read the unit's items into its work file, with the collector paused. Never raises (`migrator.task_boundary`).
+
+    Paused for the whole unit, not only while each Scan page is parsed: once on again, the
+    collector would walk the page's tree of containers (it counted them while paused) before
+    the unit lets go of them, each page once more. The unit keeps only bytes (each item's text),
+    and a parsed page holds no cycle."""
     items, files = 0, ()
-    with errors_returned(f"reading {task.unit}") as caught:
+    with errors_returned(f"reading {task.unit}") as caught, collector_paused():
         items, files = write_work_file(task, _entries(task))
     return ReadOutcome(task.unit, error=caught.error) if caught.error else ReadOutcome(task.unit, items, files=files)
 
