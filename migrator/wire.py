@@ -29,7 +29,7 @@ import json
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from botocore import xform_name
 from botocore.awsrequest import AWSPreparedRequest, AWSRequest, AWSResponse
@@ -41,6 +41,7 @@ from migrator import aws, errors
 from migrator.aws import translate_error, translated
 from migrator.collector import collector_paused
 from migrator.connection import ClientSpec
+from migrator.scan_page import parse_keeping_item_texts
 from migrator.throttling import THROTTLING_CODES, ThrottledRetry, backoff_seconds
 
 _clients: dict[tuple[ClientSpec, str], "WireClient"] = {}
@@ -90,6 +91,10 @@ class WireClient:
     def scan(self, **request: Any) -> dict[str, Any]:
         return self._call("Scan", request)
 
+    def scan_keeping_texts(self, **request: Any) -> dict[str, Any]:
+        """`scan`, the response also holding each item's text as sent, in `ItemTexts` (`migrator.scan_page`)."""
+        return self._call("Scan", request, parse=parse_keeping_item_texts)
+
     def batch_write_item(self, **request: Any) -> dict[str, Any]:
         return self._call("BatchWriteItem", request)
 
@@ -102,7 +107,10 @@ class WireClient:
         would, since what it means (an expired iterator, trimmed records, a shard gone) is the caller's."""
         return self._call("GetRecords", request, client_errors=True)
 
-    def _call(self, operation: str, request: dict[str, Any], client_errors: bool = False) -> dict[str, Any]:
+    def _call(
+        self, operation: str, request: dict[str, Any], client_errors: bool = False,
+        parse: Callable[[bytes], dict[str, Any]] = parse_without_collector,
+    ) -> dict[str, Any]:  # fmt: skip
         body = json.dumps(request, separators=(",", ":")).encode("utf-8")
         route = self._route(operation, request)
         # One context for all attempts: an Alternator request's retry goes on to the next node of its plan.
@@ -110,7 +118,7 @@ class WireClient:
         failures = 0  # transient failures other than throttling
         throttled: ThrottledRetry | None = None
         while True:
-            response, transient = self._attempt(operation, route, body, context, client_errors)
+            response, transient = self._attempt(operation, route, body, context, client_errors, parse)
             if response is not None:
                 retries = failures + (throttled.retries if throttled else 0)
                 response.setdefault("ResponseMetadata", {})["RetryAttempts"] = retries
@@ -131,8 +139,9 @@ class WireClient:
         return ThrottledRetry(action, resource, self._spec.label, self._spec.throttling_give_up_seconds)
 
     def _attempt(
-        self, operation: str, route: "_Route", body: bytes, context: dict[str, Any], client_errors: bool = False
-    ) -> tuple[dict[str, Any] | None, errors.MigratorError | None]:
+        self, operation: str, route: "_Route", body: bytes, context: dict[str, Any], client_errors: bool = False,
+        parse: Callable[[bytes], dict[str, Any]] = parse_without_collector,
+    ) -> tuple[dict[str, Any] | None, errors.MigratorError | None]:  # fmt: skip
         """(parsed response, None), or (None, the transient error of this attempt); terminal errors raise,
         translated, or as botocore's `ClientError` with `client_errors`."""
         prepared = self._signed(operation, route, body, context)
@@ -141,7 +150,7 @@ class WireClient:
         except (BotocoreConnectionError, HTTPClientError) as exc:  # refused, reset, dropped, timed out
             return None, errors.EndpointUnreachable(operation, prepared.url, f"the connection failed: {exc}")
         if response.status_code == 200:
-            return parse_without_collector(response.content), None
+            return parse(response.content), None
         error = _client_error(operation, response)
         code = error.response["Error"]["Code"]
         if code in RETRYABLE_CODES or response.status_code >= 500:

@@ -129,10 +129,12 @@ def canonical_key(key: Item) -> str:
     delete items the source still has. Numbers are compared by value, exactly (no rounding).
     """
     normalized = {name: _canonical_value(value) for name, value in key.items()}
-    return json.dumps(normalized, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _KEY_TEXT.encode(normalized)
 
 
 _EXACT = Context(prec=100)  # DynamoDB numbers have at most 38 significant digits
+# json.dumps with these options builds an encoder on every call: one, built once, writes the same text.
+_KEY_TEXT = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def _canonical_value(value: dict[str, Any]) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from migrator.aws import retries_of, translated
 from migrator.items import Item, item_size_bytes
@@ -22,8 +22,14 @@ class ScanCounters:
     resume_key: Item | None = None
 
 
-def scan_segment(
-    client: Any,
+def scan_segment(client: Any, table: str, segment: int, total_segments: int, **options: Any) -> Iterator[list[Item]]:
+    """Yield the items of one segment, one page at a time (`options` as `scan_responses` takes them)."""
+    for response in scan_responses(client.scan, table, segment, total_segments, **options):
+        yield response.get("Items", [])
+
+
+def scan_responses(
+    scan: Callable[..., dict[str, Any]],
     table: str,
     segment: int,
     total_segments: int,
@@ -34,9 +40,10 @@ def scan_segment(
     report_capacity: bool = True,
     start_key: Item | None = None,
     attributes: tuple[str, ...] = (),
-) -> Iterator[list[Item]]:
-    """Yield the items of one segment, one page at a time; after `start_key` when given
-    (a `resume_key` of an earlier call); only `attributes` of each item when given."""
+) -> Iterator[dict[str, Any]]:
+    """Yield each Scan response of one segment, called with `scan` (a client's `scan`, or the lean client's
+    `scan_keeping_texts`); after `start_key` when given (a `resume_key` of an earlier call); only
+    `attributes` of each item when given."""
     request: dict[str, Any] = {
         "TableName": table,
         "Segment": segment,
@@ -53,7 +60,7 @@ def scan_segment(
     while True:
         limiter.wait()
         with translated("scanning", f"source table {table!r} (segment {segment} of {total_segments})"):
-            response = client.scan(**request)
+            response = scan(**request)
         items = response.get("Items", [])
         units = read_units(response if report_capacity else {}, items, consistent_read)
         limiter.spend(units)
@@ -63,7 +70,7 @@ def scan_segment(
         counters.read_units += units
         last_key = response.get("LastEvaluatedKey")
         counters.resume_key = last_key or None
-        yield items
+        yield response
         if not last_key:
             return
         request["ExclusiveStartKey"] = last_key

@@ -31,7 +31,7 @@ from migrator.snapshot.export_copy import FileTask
 from migrator.target.export_folder import ExportFolder, open_data_file, read_range
 from migrator.task_boundary import errors_returned
 from migrator.validate.delta_side import DeltaFiles, delta_entries
-from migrator.validate.matching import Entry, KeyCheck, SideScan, check_keys, exported_entries, scanned_entries
+from migrator.validate.matching import KeyCheck, SideScan, check_keys, exported_entries, scanned_entries
 from migrator.validate.report import Tally
 from migrator.validate.work_file import HeldEntry, RangeReader, decode, encode, file_name, read_bucket
 
@@ -97,14 +97,19 @@ class CompareOutcome:
 
 
 def read_unit(task: ReadTask) -> ReadOutcome:
-    """Read the unit's items into its work file. Never raises (`migrator.task_boundary`)."""
+    """Read the unit's items into its work file, with the collector paused. Never raises (`migrator.task_boundary`).
+
+    Paused for the whole unit, not only while each Scan page is parsed: once on again, the
+    collector would walk the page's tree of containers (it counted them while paused) before
+    the unit lets go of them, each page once more. The unit keeps only bytes (each item's text),
+    and a parsed page holds no cycle."""
     items, files = 0, ()
-    with errors_returned(f"reading {task.unit}") as caught:
+    with errors_returned(f"reading {task.unit}") as caught, collector_paused():
         items, files = write_work_file(task, _entries(task))
     return ReadOutcome(task.unit, error=caught.error) if caught.error else ReadOutcome(task.unit, items, files=files)
 
 
-def _entries(task: ReadTask) -> Iterator[tuple[str, Entry]]:
+def _entries(task: ReadTask) -> Iterator[tuple[str, HeldEntry]]:
     if task.delta is not None:
         return delta_entries(task.delta, task.key_names)
     if task.file is not None:
@@ -112,7 +117,7 @@ def _entries(task: ReadTask) -> Iterator[tuple[str, Entry]]:
     return scanned_entries(task.scan, task.segment)
 
 
-def write_work_file(task: ReadTask, entries: Iterator[tuple[str, Entry]]) -> tuple[int, Files]:
+def write_work_file(task: ReadTask, entries: Iterator[tuple[str, HeldEntry]]) -> tuple[int, Files]:
     """Returns the items written, and the file to hand back (a Hadoop work folder)."""
     count, pieces = encode(entries, task.buckets)
     name = file_name(task.unit)

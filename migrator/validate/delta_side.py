@@ -34,7 +34,7 @@ from migrator.errors import DeltaTargetError, MigratorError, SavepointError
 from migrator.snapshot.prune import canonical_key
 from migrator.target.delta import DeltaLocation
 from migrator.target.delta_rows import ITEM_COLUMN
-from migrator.validate.work_file import Entry
+from migrator.validate.work_file import HeldEntry, kept_text
 
 # Parquet bytes per read unit. `_item` is JSON text, which Parquet compresses about fourfold, and a
 # read unit holds its items in memory while it buckets them: 32 MiB of files is about a 128 MiB scan segment.
@@ -131,8 +131,8 @@ def read_units(pinned: PinnedTable, unit_bytes: int = UNIT_BYTES) -> list[DeltaF
     return units
 
 
-def delta_entries(unit: DeltaFiles, key_names: tuple[str, ...]) -> Iterator[tuple[str, Entry]]:
-    """Every row of the unit's files as (canonical key, (item, not expired)); the key read from the item.
+def delta_entries(unit: DeltaFiles, key_names: tuple[str, ...]) -> Iterator[tuple[str, HeldEntry]]:
+    """Every row of the unit's files as (canonical key, (the `_item` text, not expired)); the key read from the item.
 
     Nothing is skipped as expired: the migration wrote only what it did not skip.
     """
@@ -142,7 +142,8 @@ def delta_entries(unit: DeltaFiles, key_names: tuple[str, ...]) -> Iterator[tupl
         for batch in pq.ParquetFile(path, filesystem=filesystem).iter_batches(batch_size=_BATCH_ROWS, columns=[ITEM_COLUMN]):
             for text in batch.column(0).to_pylist():
                 item = _item(text, where)
-                yield canonical_key({name: _key_value(item, name, where) for name in key_names}), (item, False)
+                key = canonical_key({name: _key_value(item, name, where) for name in key_names})
+                yield key, (kept_text(text.encode("utf-8"), item), False)
 
 
 def _item(text: str | None, where: str) -> dict:

@@ -1,11 +1,12 @@
 """The validator's work on executors: read each side's items, then judge, recheck and repair each key.
 
-A table is read a scan segment at a time, paced like the snapshot's Scan (`scan_segment` with the
+A table is read a scan segment at a time, paced like the snapshot's Scan (`scan_responses` with the
 task's share of the side's read rate); an S3 export a data file at a time, as its import reads
 it. Source items are renamed as the migration renames them, so they meet the target's items
 under the target's names, and those the migration skips as expired are marked so. Each item
 goes with its canonical key (numbers by value), by which both sides meet in a bucket
-(`migrator.validate.buckets`), their items still the JSON text the work file holds: an item the
+(`migrator.validate.buckets`), their items still JSON text (as each Scan response sent it, when no
+rename changes it) in the work file and there: an item the
 same text on both sides is equal (`compare`'s rules hold every value DynamoDB accepts equal to
 itself), and only the others are parsed and compared by value. What differs is read again by key
 after a delay (`_second_look`), and only what still differs is counted and repaired.
@@ -23,12 +24,13 @@ from migrator.items import Item, is_expired, rename_attributes
 from migrator.ratelimit import CapacityLimiter
 from migrator.snapshot.export_copy import FileTask, local_copy
 from migrator.snapshot.prune import canonical_key
-from migrator.source.scan import ScanCounters, read_item, scan_segment
+from migrator.scan_page import ITEM_TEXTS
+from migrator.source.scan import ScanCounters, read_item, scan_responses
 from migrator.target.pipeline import PipelinedWriter
 from migrator.task_boundary import errors_returned
 from migrator.validate.compare import differing_attributes
 from migrator.validate.report import DIFFERENT, EXTRA, MISSING, Sample, Tally
-from migrator.validate.work_file import Entry, HeldEntry, held_item
+from migrator.validate.work_file import Entry, HeldEntry, held_item, item_text, kept_text
 from migrator.wire import wire_client
 
 
@@ -76,19 +78,29 @@ class KeyCheck:
 Difference = tuple[str, Item | None, Item | None]
 
 
-def scanned_entries(scan: SideScan, segment: int) -> Iterator[tuple[str, Entry]]:
-    """Every item of this segment under the target's names, by canonical key, marked when expired."""
+def scanned_entries(scan: SideScan, segment: int) -> Iterator[tuple[str, HeldEntry]]:
+    """Every item of this segment under the target's names as JSON text, by canonical key, marked when expired."""
     target_key_names = _target_key_names(scan)
     limiter = CapacityLimiter(scan.read_units_per_second)
-    pages = scan_segment(
-        wire_client(scan.spec), scan.table, segment, scan.total_segments, limiter=limiter, counters=ScanCounters(),
-        consistent_read=scan.consistent_read, report_capacity=scan.report_capacity,
+    responses = scan_responses(
+        wire_client(scan.spec).scan_keeping_texts, scan.table, segment, scan.total_segments, limiter=limiter,
+        counters=ScanCounters(), consistent_read=scan.consistent_read, report_capacity=scan.report_capacity,
     )  # fmt: skip
-    for page in pages:
+    for response in responses:
         now = time.time()
-        for item in page:
+        items = response.get("Items", [])
+        for item, sent in zip(items, response.get(ITEM_TEXTS) or [None] * len(items)):
             renamed, expired = _as_target_names(scan, item, now)
-            yield canonical_key({name: renamed[name] for name in target_key_names}), (renamed, expired)
+            key = canonical_key({name: renamed[name] for name in target_key_names})
+            yield key, (held_text(scan, item, renamed, sent), expired)
+
+
+def held_text(scan: SideScan, item: Item, renamed: Item, sent: bytes | None) -> bytes:
+    """The text of `renamed` (`item` under the target's names): the text the Scan response sent of `item`,
+    unless a rename changed the item or the response's texts were not kept; then `renamed` encoded."""
+    if sent is None or any(name in item for name, _ in scan.renames):
+        return item_text(renamed)
+    return kept_text(sent, item)
 
 
 def _as_target_names(scan: SideScan, item: Item, now: float) -> Entry:
@@ -97,7 +109,9 @@ def _as_target_names(scan: SideScan, item: Item, now: float) -> Entry:
     return rename_attributes(item, dict(scan.renames), scan.key_names), expired
 
 
-def exported_entries(task: FileTask, renames: dict[str, str], key_names: tuple[str, ...]) -> Iterator[tuple[str, Entry]]:
+def exported_entries(
+    task: FileTask, renames: dict[str, str], key_names: tuple[str, ...]
+) -> Iterator[tuple[str, HeldEntry]]:
     """Every item of a full S3 export's data file, renamed, by canonical key; the file's MD5 checked first.
 
     An export holds what the table held at export time, expired or not, and its import copies
@@ -107,7 +121,7 @@ def exported_entries(task: FileTask, renames: dict[str, str], key_names: tuple[s
     with local_copy(task) as copy:
         for item in read_items(task.data_file, copy, task.output_format):
             renamed = rename_attributes(item, renames, key_names)
-            yield canonical_key({name: renamed[name] for name in target_key_names}), (renamed, False)
+            yield canonical_key({name: renamed[name] for name in target_key_names}), (item_text(renamed), False)
 
 
 def _target_key_names(scan: SideScan) -> tuple[str, ...]:

@@ -12,9 +12,13 @@ read of 16 bytes at a known place, then reads the range: no listing, no file siz
     offset b .. b+1      bucket b: a gzip of lines `key TAB expired TAB item`, none when it is empty
 
 A line holds the canonical key, `1` or `0` for expired, and the item as JSON text: three fields
-a tab apart, since JSON text escapes every tab and newline inside it. The item stays text until
-a compare unit must compare it by value (`held_item`): both sides' items are written by the same
-`encode`, so an item the two tables hold alike comes back as the same bytes from both sides.
+a tab apart, since JSON text escapes every tab and newline inside it. The text is the item's as
+the Scan response sent it when a line can hold it (`kept_text`), else the item encoded
+(`item_text`). The item stays text until a compare unit must compare it by value (`held_item`):
+an item the two tables hold alike, read from the same kind of service, comes back as the same
+bytes from both sides; any two texts that differ are parsed and compared by value, so a
+different spelling of the same item (another service's escapes, a renamed item encoded here)
+costs time, never a false difference.
 
 Each bucket's range is a gzip stream of its own, readable alone. A reader checks every key it
 decodes hashes to the bucket it asked for, so a file of another layout (another bucket count,
@@ -38,10 +42,11 @@ MAGIC = b"MIGVAL02"  # 01 held each line as one JSON array `[key, item, expired]
 HEADER_BYTES = 16  # MAGIC and B
 OFFSET = struct.Struct(">Q")
 ENTRY_BYTES = 2 * OFFSET.size  # bucket b's start and end
-# What a side's read yields for one item, beside its canonical key: (the item under the target's names,
-# whether the migration skips it as expired).
+# An item as it is judged by value, beside its canonical key: (the item under the target's names, whether
+# the migration skips it as expired).
 Entry = tuple[Item, bool]
-# An entry as a work file gives it back: the item still its JSON text (`held_item` parses it).
+# An entry as a side's read yields it and a work file holds it: the item still its JSON text (`held_item`
+# parses it).
 HeldEntry = tuple[bytes, bool]
 # Reads `length` bytes of a work file from `start`: the bytes, fewer when the file is shorter, None when it is missing.
 RangeReader = Callable[[str, int, int], "bytes | None"]
@@ -60,15 +65,15 @@ def file_name(unit: str) -> str:
     return f"{unit}.buckets"
 
 
-def encode(entries: Iterable[tuple[str, Entry]], buckets: int) -> tuple[int, list[bytes]]:
+def encode(entries: Iterable[tuple[str, HeldEntry]], buckets: int) -> tuple[int, list[bytes]]:
     """The work file of these entries, as pieces to write in order, and the number of items.
 
     Lines are gathered per bucket, then each bucket compressed: a unit holds a segment (128 MiB
     by plan) or a data file at most."""
     lines: list[list[bytes]] = [[] for _ in range(buckets)]
     count = 0
-    for key, (item, expired) in entries:
-        lines[bucket_of(key, buckets)].append(_line(key, item, expired))
+    for key, (text, expired) in entries:
+        lines[bucket_of(key, buckets)].append(_line(key, text, expired))
         count += 1
     blobs = []
     for bucket_lines in lines:  # each bucket's lines let go once compressed
@@ -81,13 +86,23 @@ def encode(entries: Iterable[tuple[str, Entry]], buckets: int) -> tuple[int, lis
     return count, [header, *blobs]
 
 
-def _line(key: str, item: Item, expired: bool) -> bytes:
-    return b"\t".join((key.encode("utf-8"), _EXPIRED if expired else _LIVE, item_text(item))) + b"\n"
+def _line(key: str, text: bytes, expired: bool) -> bytes:
+    return b"\t".join((key.encode("utf-8"), _EXPIRED if expired else _LIVE, text)) + b"\n"
 
 
 def item_text(item: Item) -> bytes:
-    """The item as a work file holds it: the same item, the same bytes."""
+    """The item encoded as a work file holds it: the same item, the same bytes."""
     return _ITEM_TEXT.encode(item).encode("utf-8")
+
+
+def kept_text(sent: bytes, item: Item) -> bytes:
+    """`sent`, the JSON text `item` was parsed from, when a line can hold it; else the item encoded.
+
+    JSON escapes every tab, newline and carriage return inside its strings, but may hold them
+    raw between its tokens, where they would cut the line."""
+    if b"\n" in sent or b"\t" in sent or b"\r" in sent:
+        return item_text(item)
+    return sent
 
 
 def held_item(text: bytes) -> Item:

@@ -26,7 +26,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         {"run", "dry_run"},
         {"snapshot", "replicate", "validate"},
         {"plan", "source", "stream", "target", "export"},
-        {"items", "aws", "alternator_routing", "wire", "collector", "throttling", "ratelimit", "metrics", "spark", "stopping", "hadoop_files", "task_boundary", "driver_region", "config_text", "summary_json"},
+        {"items", "aws", "alternator_routing", "wire", "scan_page", "collector", "throttling", "ratelimit", "metrics", "spark", "stopping", "hadoop_files", "task_boundary", "driver_region", "config_text", "summary_json"},
         {"config", "errors", "redact", "connection"},
     )
 )
@@ -42,7 +42,7 @@ KNOW_NO_TASK = {"migrator.snapshot.progress", "migrator.snapshot.runner", "migra
 PURE = [
     "migrator.config", "migrator.errors", "migrator.redact", "migrator.connection", "migrator.items", "migrator.plan", "migrator.ratelimit",
     "migrator.metrics", "migrator.export", "migrator.stream", "migrator.snapshot.outcomes", "migrator.snapshot.savepoints",
-    "migrator.validate.compare", "migrator.validate.report", "migrator.validate.work_file", "migrator.collector",
+    "migrator.validate.compare", "migrator.validate.report", "migrator.validate.work_file", "migrator.collector", "migrator.scan_page",
     "migrator.target.delta_rows",
 ]  # fmt: skip
 

@@ -21,6 +21,13 @@ def test_different_keys_stay_different_to_the_last_of_38_digits():
     assert canonical_key({"k": {"B": "AAE="}}) != canonical_key({"k": {"B": "AAI="}})
 
 
+def test_the_text_is_sorted_compact_json_of_the_normalized_key_as_work_files_and_resumes_expect():
+    """Work files of a resumed validation hold keys written by an earlier run: the spelling must not change."""
+    assert canonical_key({"sk": {"N": "1.50"}, "pk": {"S": "東京 \"q\""}, "b": {"B": "AAE="}}) == (
+        '{"b":{"B":"AAE="},"pk":{"S":"東京 \\"q\\""},"sk":{"N":"1.5"}}'
+    )
+
+
 def test_owed_until_settled_beside_the_savepoint(tmp_path):
     identity = SavepointIdentity(Side("dynamodb", "http://source", "us-east-1", "src"),
                                  Side("dynamodb", "http://target", "us-east-1", "dst"))

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import gc
+
 from migrator.connection import ClientSpec
+from migrator.redact import Secret
 from migrator.snapshot.prune import canonical_key
 from migrator.target.export_folder import ExportFolder
-from migrator.validate.buckets import CompareTask, ReadTask, compare_bucket, write_work_file
-from migrator.validate.work_file import file_name
+from migrator.validate.buckets import CompareTask, ReadTask, compare_bucket, read_unit, write_work_file
+from migrator.validate.work_file import file_name, item_text
 from migrator.validate.matching import KeyCheck, SideScan
+from testsupport.emulator import free_port
 
 BUCKETS = 3
 # Wire form as the lean client reads it: binary stays base64 text, numbers their 38 digits.
@@ -31,7 +35,7 @@ CHECK = KeyCheck(
 
 
 def write_unit(folder: ExportFolder, unit: str, items: list[dict]) -> int:
-    entries = iter([(canonical_key({"pk": item["pk"]}), (item, False)) for item in items])
+    entries = iter([(canonical_key({"pk": item["pk"]}), (item_text(item), False)) for item in items])
     count, handed_back = write_work_file(ReadTask(unit, BUCKETS, folder), entries)
     assert handed_back == ()  # a local folder: written here, nothing for the driver
     return count
@@ -74,3 +78,17 @@ def test_a_missing_work_file_fails_the_bucket_and_says_how_to_start_over(tmp_pat
     assert not outcome.ok and outcome.tally is None
     assert f"work file {tmp_path / 'work' / file_name('target-0')} is missing" in str(outcome.error)
     assert "delete the validation's savepoint" in str(outcome.error)
+
+
+def test_a_read_unit_that_fails_returns_its_error_with_the_collector_on_again(tmp_path):
+    """The collector is paused for the whole read unit: a unit that ends in an error must not leave it off."""
+    refused = ClientSpec(label="source", endpoint_url=f"http://127.0.0.1:{free_port()}", region="us-east-1",
+                         access_key=Secret("k"), secret_key=Secret("s"), max_attempts=1)  # fmt: skip
+    scan = SideScan(spec=refused, table="t", total_segments=1, read_units_per_second=None, report_capacity=True,
+                    key_names=("pk",))  # fmt: skip
+    assert gc.isenabled()
+
+    outcome = read_unit(ReadTask("source-0", BUCKETS, ExportFolder(None, str(tmp_path / "work")), scan=scan))
+
+    assert not outcome.ok and "the connection failed" in str(outcome.error)
+    assert gc.isenabled()

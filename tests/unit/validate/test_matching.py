@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 
+from migrator.connection import ClientSpec
+from migrator.scan_page import ITEM_TEXTS, parse_keeping_item_texts
 from migrator.snapshot.prune import canonical_key
-from migrator.validate.matching import KeyCheck, check_keys
-from migrator.validate.work_file import HeldEntry, decode, encode
+from migrator.validate.matching import KeyCheck, SideScan, check_keys, held_text
+from migrator.validate.work_file import HeldEntry, decode, encode, item_text
 from testsupport.all_types import FIXTURE
 
 ITEMS = json.loads(FIXTURE.read_text(encoding="utf-8"))
@@ -19,7 +21,7 @@ CHECK = KeyCheck(
 
 def held(items: list[dict], expired: bool = False) -> dict[str, HeldEntry]:
     """The items as a compare unit gets them: through a work file of one bucket, items still text."""
-    entries = [(canonical_key({"pk": item["pk"], "sk": item["sk"]}), (item, expired)) for item in items]
+    entries = [(canonical_key({"pk": item["pk"], "sk": item["sk"]}), (item_text(item), expired)) for item in items]
     _count, (_index, bucket) = encode(iter(entries), 1)
     return dict(decode(bucket, 0, 1, "where"))
 
@@ -74,3 +76,45 @@ def test_a_key_on_one_side_only_is_missing_or_extra():
 
     assert counts(tally) == dict(source_items=2, target_items=2, equal=1, missing=1, extra=1, different=0,
                                  skipped_expired=0)  # fmt: skip
+
+
+def held_as_sent(items: list[dict], **dumps_options) -> dict[str, HeldEntry]:
+    """The items as a compare unit gets them when a read unit kept each one's text as the Scan page sent it."""
+    response = parse_keeping_item_texts(json.dumps({"Items": items}, **dumps_options).encode("utf-8"))
+    scan = SideScan(spec=ClientSpec(label="side"), table="t", total_segments=1, read_units_per_second=None,
+                    report_capacity=True, key_names=("pk", "sk"))  # fmt: skip
+    entries = [
+        (canonical_key({"pk": item["pk"], "sk": item["sk"]}), (held_text(scan, item, item, sent), False))
+        for item, sent in zip(response["Items"], response[ITEM_TEXTS])
+    ]  # fmt: skip
+    _count, (_index, bucket) = encode(iter(entries), 1)
+    return dict(decode(bucket, 0, 1, "where"))
+
+
+COMPACT = dict(separators=(",", ":"), ensure_ascii=False)
+
+
+def test_items_kept_as_sent_get_the_verdicts_encoded_items_get():
+    """Compact pages (DynamoDB's spelling) meet encoded items as the same text; ASCII-escaped, spaced pages
+    (another service's spelling) are other text, compared by value: equal all the same."""
+    assert held_as_sent(ITEMS, **COMPACT) == held(ITEMS)
+    for spelled in (held_as_sent(ITEMS, **COMPACT), held_as_sent(ITEMS, ensure_ascii=True)):
+        assert counts(judged(spelled, held(ITEMS)))["equal"] == len(ITEMS)
+    item = dict(ITEMS[0], n={"N": "1.50"}, b={"B": "AAE="}, big={"N": "12345678901234567890123456789012345678"})
+    respelled = dict(item, n={"N": "1.5"}, big={"N": "1.2345678901234567890123456789012345678E+37"})
+    assert counts(judged(held_as_sent([item], ensure_ascii=True), held_as_sent([respelled], **COMPACT)))["equal"] == 1
+    changed = dict(item, big={"N": "12345678901234567890123456789012345679"}, b={"B": "AAI="})
+    tally = judged(held_as_sent([item], **COMPACT), held_as_sent([changed], **COMPACT))
+    assert [sample.attributes for sample in tally.kept_samples()] == [("b", "big")]
+
+
+def test_a_renamed_item_is_encoded_under_its_new_names_and_an_untouched_one_kept_as_sent():
+    scan = SideScan(spec=ClientSpec(label="source"), table="t", total_segments=1, read_units_per_second=None,
+                    report_capacity=True, key_names=("pk",), renames=(("old", "new"),))  # fmt: skip
+    untouched, touched = {"pk": {"S": "a"}, "n": {"N": "1.50"}}, {"pk": {"S": "b"}, "old": {"N": "1.50"}}
+    sent = b'{"pk": {"S": "a"}, "n": {"N": "1.50"}}'
+
+    assert held_text(scan, untouched, untouched, sent) == sent
+    renamed = {"pk": {"S": "b"}, "new": {"N": "1.50"}}
+    assert held_text(scan, touched, renamed, b'{"pk": {"S": "b"}, "old": {"N": "1.50"}}') == item_text(renamed)
+    assert held_text(scan, untouched, untouched, None) == item_text(untouched)  # texts not kept: encoded

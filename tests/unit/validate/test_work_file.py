@@ -9,8 +9,11 @@ import struct
 import pytest
 
 from migrator.errors import MigratorError
+from migrator.scan_page import ITEM_TEXTS, parse_keeping_item_texts
 from migrator.snapshot.prune import canonical_key
-from migrator.validate.work_file import HEADER_BYTES, MAGIC, bucket_of, decode, encode, held_item, read_bucket
+from migrator.validate.work_file import (
+    HEADER_BYTES, MAGIC, bucket_of, decode, encode, held_item, item_text, kept_text, read_bucket,
+)  # fmt: skip
 from testsupport.all_types import FIXTURE
 
 BUCKETS = 5
@@ -18,8 +21,10 @@ BUCKETS = 5
 ITEMS = json.loads(FIXTURE.read_text(encoding="utf-8"))
 
 
-def entries() -> list[tuple[str, tuple[dict, bool]]]:
-    return [(canonical_key({"pk": item["pk"], "sk": item["sk"]}), (item, n % 3 == 0)) for n, item in enumerate(ITEMS)]
+def entries() -> list[tuple[str, tuple[bytes, bool]]]:
+    return [
+        (canonical_key({"pk": item["pk"], "sk": item["sk"]}), (item_text(item), n % 3 == 0)) for n, item in enumerate(ITEMS)
+    ]
 
 
 def encoded(buckets: int = BUCKETS) -> bytes:
@@ -56,7 +61,8 @@ def test_the_index_gives_each_bucket_its_range_and_every_item_round_trips_exactl
         assert reads.calls[1:] == ([(offsets[bucket], offsets[bucket + 1] - offsets[bucket])] if found else [])
         assert all(bucket_of(key, BUCKETS) == bucket for key, _ in found)
         decoded.update((key, (held_item(text), expired)) for key, (text, expired) in found)
-    assert decoded == dict(entries())  # every type exactly, the expired marks too
+    # every type exactly, the expired marks too
+    assert decoded == {key: (item, n % 3 == 0) for n, ((key, _), item) in enumerate(zip(entries(), ITEMS))}
 
 
 def test_an_empty_bucket_takes_no_bytes_and_no_second_read():
@@ -97,7 +103,7 @@ def test_a_file_of_another_bucket_count_is_damaged_never_half_read():
 def test_each_line_is_the_key_the_expired_mark_and_the_item_a_tab_apart():
     key = canonical_key({"pk": {"S": "tab\there\nand a newline"}})
     item = {"pk": {"S": "tab\there\nand a newline"}, "s": {"S": "東京 \t"}, "n": {"N": "1.50"}}
-    count, (_index, bucket) = encode(iter([(key, (item, True))]), 1)
+    count, (_index, bucket) = encode(iter([(key, (item_text(item), True))]), 1)
     assert count == 1
 
     (line,) = gzip.decompress(bucket).splitlines()
@@ -114,3 +120,26 @@ def test_a_work_file_of_the_first_version_is_damaged_and_says_how_to_start_over(
     with pytest.raises(MigratorError, match=r"damaged \(bucket 0 holds a line that is not `key TAB expired TAB item` "
                                             r"\(a work file of another version\)\): delete the validation's savepoint"):
         list(decode(old_bucket, 0, 1, "where"))
+
+
+def test_items_kept_as_a_compact_scan_page_sent_them_make_the_bytes_encoding_them_makes():
+    """DynamoDB and dynalite send compact JSON, not ASCII-escaped: the work file is the same, byte for byte,
+    whether each item is kept as sent or parsed and encoded again."""
+    document = json.dumps({"Items": ITEMS, "Count": len(ITEMS)}, separators=(",", ":"), ensure_ascii=False).encode()
+    response = parse_keeping_item_texts(document)
+    keys = [key for key, _ in entries()]
+
+    kept = [(key, (kept_text(sent, item), False)) for key, item, sent in zip(keys, response["Items"], response[ITEM_TEXTS])]
+    encoded_again = [(key, (item_text(item), False)) for key, item in zip(keys, response["Items"])]
+
+    assert encode(iter(kept), BUCKETS) == encode(iter(encoded_again), BUCKETS)
+
+
+def test_a_text_with_whitespace_between_its_tokens_is_encoded_since_a_line_cannot_hold_it():
+    item = {"pk": {"S": "a\tb\nc"}, "n": {"N": "1.50"}}
+    for sent in (b'{\n "pk": {"S": "a\\tb\\nc"}, "n": {"N": "1.50"}}', b'{"pk":\t{"S": "a\\tb\\nc"},\r"n": {"N": "1.50"}}'):
+        assert kept_text(sent, item) == item_text(item)
+    spaced = b'{"pk": {"S": "a\\tb\\nc"}, "n": {"N": "1.50"}}'  # escapes inside strings, spaces between tokens
+    assert kept_text(spaced, item) == spaced
+    ((_, (text, _)),) = decode(encode(iter([("k", (spaced, False))]), 1)[1][1], 0, 1, "where")
+    assert held_item(text) == item
