@@ -19,13 +19,15 @@ from migrator import aws
 from migrator.config import LoadedConfig, MigratorConfig
 from migrator.driver_region import with_the_drivers_region
 from migrator.errors import MetricsPortUnavailable, ProgressPortUnavailable, SavepointError, StreamNotEnabled
+from migrator.export.manifest import DataFile
 from migrator.replicate import chaining, checkpoint
-from migrator.run import check_recorded_target, copied_in_config, imported_so_far, target_in_config
+from migrator.run import check_recorded_target, copied_in_config, imported_into_delta, imported_so_far, target_in_config
 from migrator.snapshot import delta_copy, delta_import, export_import, export_write, savepoint_folders
 from migrator.snapshot.savepoints import ResumePoint, resume_point
 from migrator.snapshot.table_copy import TableCopyPreflight, plan_copy, preflight
 from migrator.source import kinesis
 from migrator.source.dynamodb_streams import find_stream
+from migrator.source.s3export import ExportManifests
 from migrator.spark import submitted_setting
 from migrator.target import tables
 
@@ -91,16 +93,13 @@ def _import_plan(loaded: LoadedConfig, report: DryRunReport) -> DryRunReport:
     """An S3 export into a table: the export, where the import would resume, its plan, the target, the chained stream."""
     config = loaded.config
     checks = export_import.preflight(config)
-    summary, files = checks.source.summary, checks.source.files
-    report.add("export", f"{summary.export_arn}: {summary.export_type}, {summary.output_format}, "
-               f"{len(files):,} data files, about {summary.item_count:,} items")  # fmt: skip
+    files = _add_export(checks.source, report)
     done = _imported_files(loaded, checks, report)
     target = checks.target or tables.planned_info(checks.creation)
     parallelism, parallelism_source = default_parallelism()
     plan = export_import.plan_files(config, len(files) - len(done), target, parallelism)  # done: of this export only
     report.add("plan", f"{plan.describe()}; parallelism {parallelism} from {parallelism_source}")
-    report.add("resume", f"would resume: {len(done)} of {len(files)} data files already imported, {plan.files} to import"
-               if done else f"from the start: {plan.files} of {len(files)} data files to import")  # fmt: skip
+    report.add("resume", describe_import_resume(len(done), len(files)))
     _add_target(config, checks.target, checks.creation, report)
     if config.replicates:
         report.add("changes", _describe_chained_stream(config, checks))
@@ -108,20 +107,31 @@ def _import_plan(loaded: LoadedConfig, report: DryRunReport) -> DryRunReport:
     return report
 
 
+def _add_export(manifests: ExportManifests, report: DryRunReport) -> list[DataFile]:
+    """The export's line of the plan; its data files."""
+    summary, files = manifests.summary, manifests.files
+    report.add("export", f"{summary.export_arn}: {summary.export_type}, {summary.output_format}, "
+               f"{len(files):,} data files, about {summary.item_count:,} items")  # fmt: skip
+    return files
+
+
+def describe_import_resume(done: int, files: int) -> str:
+    """Where an import would start: from scratch, or resuming after the data files already imported."""
+    if done:
+        return f"would resume: {done} of {files} data files already imported, {files - done} to import"
+    return f"from the start: {files} of {files} data files to import"
+
+
 def _delta_import_plan(loaded: LoadedConfig, report: DryRunReport) -> DryRunReport:
     """An S3 export into a Delta table: the export, where the import would resume, the table, the chained stream."""
     config = loaded.config
     checks = delta_import.preflight(config)
-    summary, files = checks.source.summary, checks.source.files
-    report.add("export", f"{summary.export_arn}: {summary.export_type}, {summary.output_format}, "
-               f"{len(files):,} data files, about {summary.item_count:,} items")  # fmt: skip
-    done = _delta_imported_files(loaded, checks, report)
+    files, summary = _add_export(checks.source, report), checks.source.summary
+    done = _imported_files(loaded, checks, report)
     parallelism, parallelism_source = default_parallelism()
     report.add("plan", f"{len(files) - len(done)} data files, up to {parallelism} at once; "
                f"parallelism {parallelism} from {parallelism_source}")  # fmt: skip
-    report.add("resume", f"would resume: {len(done)} of {len(files)} data files already imported, "
-               f"{len(files) - len(done)} to import" if done else f"from the start: {len(files)} of {len(files)} "
-               "data files to import")  # fmt: skip
+    report.add("resume", describe_import_resume(len(done), len(files)))
     state = "would append to the Delta table there" if checks.existing else "would create a Delta table"
     commits = "one MERGE for the whole export" if summary.is_incremental else "one commit per data file"
     report.add("target", f"{checks.target.uri}: {state} with columns {', '.join(checks.layout.column_names)}, {commits}")
@@ -129,23 +139,6 @@ def _delta_import_plan(loaded: LoadedConfig, report: DryRunReport) -> DryRunRepo
         report.add("changes", f"{_describe_chained_stream(config, checks)}; merged into the Delta table, one commit per batch")
         _add_checkpoint(config, report)
     return report
-
-
-def _delta_imported_files(loaded: LoadedConfig, checks: delta_import.DeltaImportPreflight, report: DryRunReport) -> frozenset[str]:
-    """The run's savepoint checks for an import into Delta, read only: the data files already imported."""
-    config = loaded.config
-    if config.savepoints.is_hadoop:
-        report.add("savepoints", f"{config.savepoints.path}: not read in a dry run (a Hadoop folder is read through Spark)")
-        return frozenset(config.skip_files)
-    side = savepoint_folders.export_side(config.source, checks.source.summary.export_arn)
-    store = savepoint_folders.open_store(loaded, _no_spark, side, target=delta_copy.target_side(config.target))
-    writable = _writability(config)
-    progress = store.load_files()
-    done = export_import.imported_files(progress, config.skip_files, checks.source, store.path)
-    recorded = progress.target if progress is not None else None
-    delta_copy.check_resumable(store, len(progress.done_files) if progress else 0, "data files", recorded, checks)
-    report.add("savepoints", f"{store.path}: {'found' if progress is not None else 'none yet'}; {writable}")
-    return done
 
 
 def _describe_chained_stream(
@@ -165,16 +158,19 @@ def _describe_chained_stream(
     return f"after the import, DynamoDB stream {stream} of table {live.table!r} from the export's time; {gap[resumes]}"
 
 
-def _imported_files(loaded: LoadedConfig, checks: export_import.ImportPreflight, report: DryRunReport) -> frozenset[str]:
-    """The run's savepoint checks for an import, read only: the data files already imported."""
+def _imported_files(
+    loaded: LoadedConfig, checks: export_import.ImportPreflight | delta_import.DeltaImportPreflight, report: DryRunReport
+) -> frozenset[str]:
+    """The run's savepoint checks for an import (into a table or a Delta table), read only: the data files already imported."""
     config = loaded.config
     if config.savepoints.is_hadoop:
         report.add("savepoints", f"{config.savepoints.path}: not read in a dry run (a Hadoop folder is read through Spark)")
         return frozenset(config.skip_files)
     side = savepoint_folders.export_side(config.source, checks.source.summary.export_arn)
-    store = savepoint_folders.open_store(loaded, _no_spark, side)
+    delta_side = delta_copy.target_side(config.target) if config.writes_delta else None
+    store = savepoint_folders.open_store(loaded, _no_spark, side, target=delta_side)
     writable = _writability(config)
-    done = imported_so_far(config, checks, store)
+    done = imported_into_delta(config, checks, store) if config.writes_delta else imported_so_far(config, checks, store)
     report.add("savepoints", f"{store.path}: {'found' if store.load_files() is not None else 'none yet'}; {writable}")
     return done
 

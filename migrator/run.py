@@ -185,6 +185,16 @@ def _import_export(
     return _replicate_after_import(spark, config, checks.source.summary, live, stream, saved, should_stop, metrics, result)
 
 
+def imported_into_delta(config: MigratorConfig, checks: delta_import.DeltaImportPreflight, store: SavepointStore) -> frozenset[str]:
+    """The export's data files already in the Delta table (savepoint and skipFiles), checked against the export and
+    the table the savepoint recorded; raises before anything is written (the run and its dry run alike)."""
+    progress = store.load_files()
+    done = export_import.imported_files(progress, config.skip_files, checks.source, store.path)
+    recorded = progress.target if progress is not None else None
+    delta_copy.check_resumable(store, len(progress.done_files) if progress else 0, "data files", recorded, checks)
+    return done
+
+
 def _open_chained_stream(
     config: MigratorConfig, live: chaining.LiveStream, summary: ExportSummary, saved: Checkpoint
 ) -> StreamInfo | KinesisStream:
@@ -312,10 +322,7 @@ def _import_into_delta(
     source_side = savepoint_folders.export_side(config.source, checks.source.summary.export_arn)
     store = savepoint_folders.open_store(loaded, spark_factory, source_side, target=delta_copy.target_side(config.target))
     store.check_writable()
-    progress = store.load_files()
-    done = export_import.imported_files(progress, config.skip_files, checks.source, store.path)
-    recorded = progress.target if progress is not None else None
-    delta_copy.check_resumable(store, len(progress.done_files) if progress else 0, "data files", recorded, checks)
+    done = imported_into_delta(config, checks, store)
     live = None
     if chained:
         checkpoint.check_writable(checkpoint.location(config))

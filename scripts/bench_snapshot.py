@@ -704,7 +704,8 @@ def report_delta(n: int, c: Copy, f: Copy) -> None:
 
 # --- On a fast emulator (dynalite) -------------------------------------------------------------------------
 def benchmark_fast(args: argparse.Namespace, dynalite: DynaliteProcess, workdir: Path) -> int:
-    """On dynalite: (b) and (c) at two table sizes, (v) on the larger copy; the emulator's CPU from /proc.
+    """On dynalite: (b) and (c) at two table sizes, (v) on the larger copy, (f) the larger into Delta; the
+    emulator's CPU from /proc.
 
     dynalite answers on one core (node), so 1 / (its CPU per copied item) is the most any client can copy per
     second; two sizes split the migrator's client CPU into a fixed part and a marginal part per item.
@@ -718,8 +719,12 @@ def benchmark_fast(args: argparse.Namespace, dynalite: DynaliteProcess, workdir:
     copies = [copy_migrator(client, dynalite.endpoint_url, source, args.segments, workdir, dynalite.cpu_seconds)
               for source in sources]  # fmt: skip
     v = validate_copy(dynalite.endpoint_url, sources[1], copies[1], args.segments, workdir)
+    f = None if args.no_delta else copy_migrator(client, dynalite.endpoint_url, sources[1], args.segments, workdir,
+                                                 dynalite.cpu_seconds, delta=workdir / "delta-f")  # fmt: skip
     report_fast(args, facts, sources, plain, copies, v)
-    return 0 if all(copy.ok for copy in (*plain, *copies, v)) else 1
+    if f is not None:
+        report_delta(args.items, copies[1], f)
+    return 0 if all(copy.ok for copy in (*plain, *copies, v, *([f] if f else []))) else 1
 
 
 def split_cpu(sizes: tuple[int, int], copies: list[Copy]) -> tuple[float, float]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from migrator.items import from_dynamodb_json, item_size_bytes
+from testsupport.endpoint import put_items
 
 FIXTURE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "all_types_items.json"
 # AWS allows 400 KB (409,600 bytes); moto stops at 405,000 bytes. Stay just under 400,000 so
@@ -20,6 +21,15 @@ FIXTURE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "all_t
 LARGE_ITEM_BYTES = 399_900
 
 KEY_SCHEMA = [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}]
+ATTRIBUTES = [{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "sk", "AttributeType": "N"}]
+
+
+def create_all_types_table(client, table: str) -> str:
+    """An on-demand table (pk S, sk N) holding every item of `all_types_items`; its name."""
+    client.create_table(TableName=table, KeySchema=KEY_SCHEMA, AttributeDefinitions=ATTRIBUTES,
+                        BillingMode="PAY_PER_REQUEST")  # fmt: skip
+    put_items(client, table, all_types_items())
+    return table
 
 
 def all_types_items() -> list[dict[str, Any]]:

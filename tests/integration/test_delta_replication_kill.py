@@ -110,15 +110,21 @@ def assert_each_batch_merged_once(path: Path) -> list[int]:
     return batches
 
 
+def replicating_30_items(dynamodb, endpoint_url: str, tmp_path: Path, source: str):
+    """A source table of 30 items and a job started replicating it into a Delta table: (config, table path,
+    checkpoint, job, its output lines)."""
+    create_sample_table(dynamodb, source)
+    put_items(dynamodb, source, make_items(30))
+    config = delta_replication(tmp_path, endpoint_url, source)
+    job, lines = started(config)
+    return config, tmp_path / "table", tmp_path / "checkpoint", job, lines
+
+
 def test_kill_9_between_a_batch_delta_commit_and_spark_commit_then_rerun_merges_it_once(
     dynamodb, endpoint_url, table_name, tmp_path
 ):
     source = table_name("delta-kill-window")
-    create_sample_table(dynamodb, source)
-    put_items(dynamodb, source, make_items(30))
-    config = delta_replication(tmp_path, endpoint_url, source)
-    path, checkpoint = tmp_path / "table", tmp_path / "checkpoint"
-    job, lines = started(config)
+    config, path, checkpoint, job, lines = replicating_30_items(dynamodb, endpoint_url, tmp_path, source)
 
     def change(attempt: int) -> None:  # one update per attempt, a delete every third
         item = make_item(attempt % 30)
@@ -144,11 +150,7 @@ def test_kill_9_at_any_point_mid_replication_then_rerun_converges_with_each_batc
     dynamodb, endpoint_url, table_name, tmp_path
 ):
     source = table_name("delta-kill-any")
-    create_sample_table(dynamodb, source)
-    put_items(dynamodb, source, make_items(30))
-    config = delta_replication(tmp_path, endpoint_url, source)
-    path, checkpoint = tmp_path / "table", tmp_path / "checkpoint"
-    job, lines = started(config)
+    config, path, checkpoint, job, lines = replicating_30_items(dynamodb, endpoint_url, tmp_path, source)
     writer = Writer(dynamodb, source, seed=13)
     writer.start()
     try:

@@ -17,7 +17,7 @@ from testsupport.kinesis_runs import RUN_SECONDS, create_stream, run
 from testsupport.sample_data import create_sample_table, make_item
 
 from tests.integration.test_delta_replication import delta_items, log_commits, same_items
-from tests.integration.test_replicate_kinesis import change_record, key_of
+from tests.integration.test_replicate_kinesis import key_of, stale_and_out_of_order
 from tests.integration.test_replicate_scripted import committed
 
 pytestmark = pytest.mark.integration
@@ -76,18 +76,7 @@ def test_duplicates_and_stale_records_never_overwrite_newer_state_also_after_a_r
     # While it is stopped: older changes of applied keys (a stale update, a put resurrecting the deleted
     # item, an exact duplicate), and, out of order and duplicated, changes of a key never applied (its
     # newest, a REMOVE, wins). They are read after the replayed batch, which must still record its keys.
-    stale = dict(kept, note={"S": "stale"})
-    records = [
-        change_record(source, "MODIFY", key_of(kept), stale, an_hour_ago),
-        change_record(source, "INSERT", key_of(gone), gone, an_hour_ago),
-        change_record(source, "MODIFY", key_of(pair), dict(pair, note={"S": "old"}), an_hour_ago + 2),
-        change_record(source, "MODIFY", key_of(pair), dict(pair, note={"S": "older"}), an_hour_ago + 1),
-        change_record(source, "MODIFY", key_of(pair), dict(pair, note={"S": "old"}), an_hour_ago + 2),
-        change_record(source, "INSERT", key_of(fresh), fresh, an_hour_ago + 1),
-        change_record(source, "REMOVE", key_of(fresh), None, an_hour_ago + 3),
-        change_record(source, "MODIFY", key_of(fresh), dict(fresh, note={"S": "older"}), an_hour_ago + 2),
-        change_record(source, "INSERT", key_of(fresh), fresh, an_hour_ago + 1),
-    ]
+    records = stale_and_out_of_order(source, kept, gone, pair, fresh, an_hour_ago)
     kinesis.put_records(StreamName=arn.rpartition("/")[2], Records=[{"Data": r, "PartitionKey": "p"} for r in records])
 
     deadline = time.monotonic() + RUN_SECONDS

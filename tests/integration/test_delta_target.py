@@ -22,7 +22,7 @@ from deltalake import DeltaTable, write_deltalake
 
 from migrator.items import from_dynamodb_json, to_dynamodb_json
 from migrator.validate.compare import items_equal
-from testsupport.all_types import KEY_SCHEMA, all_types_items
+from testsupport.all_types import all_types_items, create_all_types_table
 from testsupport.endpoint import TEST_ACCESS_KEY, TEST_REGION, TEST_SECRET_KEY, put_items, reaching, scan_all, side
 from testsupport.jobs import assert_one_clear_line, run_in_process, run_job, start_job, write_config
 from testsupport.resume import ITEMS, SEGMENTS, copied_segments, wait_for_segments
@@ -30,12 +30,10 @@ from testsupport.export_imports import export_source
 from testsupport.s3_exports import (
     DYNAMODB_JSON,
     ION,
-    Change,
     DataFileSpec,
     create_bucket,
     dynamodb_numbers,
     full_lines,
-    incremental_lines,
     write_export,
 )
 from testsupport.sample_data import create_sample_table, make_items
@@ -43,16 +41,11 @@ from testsupport.sample_data import create_sample_table, make_items
 pytestmark = pytest.mark.integration
 
 ALL_TYPES_SEGMENTS = 4
-ATTRIBUTES = [{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "sk", "AttributeType": "N"}]
 
 
 @pytest.fixture(scope="module")
 def all_types_table(dynamodb):
-    table = f"delta-src-{uuid.uuid4().hex[:8]}"
-    dynamodb.create_table(TableName=table, KeySchema=KEY_SCHEMA, AttributeDefinitions=ATTRIBUTES,
-                          BillingMode="PAY_PER_REQUEST")  # fmt: skip
-    put_items(dynamodb, table, all_types_items())
-    return table
+    return create_all_types_table(dynamodb, f"delta-src-{uuid.uuid4().hex[:8]}")
 
 
 def delta_config(tmp_path: Path, endpoint_url: str, table: str, path: str, name="delta.yaml", segments=ALL_TYPES_SEGMENTS,

@@ -33,12 +33,12 @@ FILES, ITEMS_PER_FILE, IMPORT_PAYLOAD_BYTES = 2, 30, 10_000
 CHANNEL_LINE = re.compile(r"progress: running tasks report to (\S+):(\d+)")
 
 
-@pytest.fixture
-def slow_import(s3, endpoint_url, table_name, tmp_path):
-    """A config importing an export of several data files, each written slowly enough to watch; and its items."""
-    items = [dynamodb_numbers(to_dynamodb_json(i)) for i in make_items(FILES * ITEMS_PER_FILE, payload_bytes=IMPORT_PAYLOAD_BYTES)]
-    export = write_export(s3, create_bucket(s3), [DataFileSpec(full_lines(items[n::FILES], DYNAMODB_JSON)) for n in range(FILES)])
-    target = table_name("import-progress")
+def import_items() -> list[dict]:
+    return [dynamodb_numbers(to_dynamodb_json(i)) for i in make_items(FILES * ITEMS_PER_FILE, payload_bytes=IMPORT_PAYLOAD_BYTES)]
+
+
+def slow_import_config(endpoint_url: str, export, target: str, tmp_path: Path):
+    """The config of an import whose items are written slowly enough to watch: top-level keys added per test."""
 
     def config(**top_level) -> Path:
         return write_config(tmp_path, {
@@ -48,27 +48,27 @@ def slow_import(s3, endpoint_url, table_name, tmp_path):
             **top_level,
         })  # fmt: skip
 
-    return config, target, items
+    return config
+
+
+@pytest.fixture
+def slow_import(s3, endpoint_url, table_name, tmp_path):
+    """A config importing an export of several data files, each written slowly enough to watch; and its items."""
+    items = import_items()
+    export = write_export(s3, create_bucket(s3), [DataFileSpec(full_lines(items[n::FILES], DYNAMODB_JSON)) for n in range(FILES)])
+    target = table_name("import-progress")
+    return slow_import_config(endpoint_url, export, target, tmp_path), target, items
 
 
 @pytest.fixture
 def slow_incremental_import(s3, endpoint_url, table_name, tmp_path):
     """A config importing an incremental export whose newest records are written slowly enough to watch."""
-    items = [dynamodb_numbers(to_dynamodb_json(i)) for i in make_items(FILES * ITEMS_PER_FILE, payload_bytes=IMPORT_PAYLOAD_BYTES)]
+    items = import_items()
     changes = [Change({"pk": item["pk"], "sk": item["sk"]}, item, micros=n + 1) for n, item in enumerate(items)]
     files = [DataFileSpec(incremental_lines(changes[n::FILES], DYNAMODB_JSON)) for n in range(FILES)]
     export = write_export(s3, create_bucket(s3), files, incremental=True)
     target = table_name("incremental-progress")
-
-    def config(**top_level) -> Path:
-        return write_config(tmp_path, {
-            "source": export_source(endpoint_url, export.bucket, export.summary_key),
-            "target": side(endpoint_url, target, writeThroughput=120, throughputWritePercent=0.5,
-                           maxItemsPerBatch=5, removeConsumedCapacity=True),
-            **top_level,
-        })  # fmt: skip
-
-    return config, target, items
+    return slow_import_config(endpoint_url, export, target, tmp_path), target, items
 
 
 @pytest.fixture
@@ -111,17 +111,9 @@ def test_an_import_counts_files_still_running_through_the_pinned_port_and_serves
 
 def test_an_incremental_import_counts_records_read_then_changes_applied_while_running(dynamodb, slow_incremental_import):
     config, target, items = slow_incremental_import
-    metrics_port = free_port()
-    job = start_job(config(metricsPort=metrics_port, metricsHost="127.0.0.1"))
-    lines: list[str] = []
-    reader = drain(job, lines)
 
-    mid_write = scrape_until(job, metrics_port, lines, lambda m: m.get("migrator_snapshot_items_total", 0) > 0
-                             and m["migrator_snapshot_files_done"] == 0)  # fmt: skip
+    mid_write, output = scraped_while_no_unit_is_done(config, "files")
 
-    assert job.wait(timeout=120) == 0, "".join(lines)
-    reader.join(timeout=10)
-    output = "".join(lines)
     total = FILES * ITEMS_PER_FILE
     assert 0 < mid_write["migrator_snapshot_items_total"] < total
     assert mid_write["migrator_snapshot_files_planned"] == FILES
@@ -131,6 +123,19 @@ def test_an_incremental_import_counts_records_read_then_changes_applied_while_ru
     assert_same_items([from_dynamodb_json(i) for i in items], scan_all(dynamodb, target))
 
 
+def scraped_while_no_unit_is_done(config, units: str) -> tuple[dict, str]:
+    """Run the job with metrics: (the metrics once items are counted while no unit is done yet, its whole output)."""
+    metrics_port = free_port()
+    job = start_job(config(metricsPort=metrics_port, metricsHost="127.0.0.1"))
+    lines: list[str] = []
+    reader = drain(job, lines)
+    mid_run = scrape_until(job, metrics_port, lines, lambda m: m.get("migrator_snapshot_items_total", 0) > 0
+                           and m[f"migrator_snapshot_{units}_done"] == 0)  # fmt: skip
+    assert job.wait(timeout=120) == 0, "".join(lines)
+    reader.join(timeout=10)
+    return mid_run, "".join(lines)
+
+
 def _channel(lines: list[str]) -> tuple[str, int]:
     """Where the job says its running tasks report (a line logged before the import starts)."""
     match = next(m for m in map(CHANNEL_LINE.search, list(lines)) if m)
@@ -138,17 +143,8 @@ def _channel(lines: list[str]) -> tuple[str, int]:
 
 
 def test_an_export_write_counts_the_segment_still_running_and_serves_it(slow_export):
-    metrics_port = free_port()
-    job = start_job(slow_export(metricsPort=metrics_port, metricsHost="127.0.0.1"))
-    lines: list[str] = []
-    reader = drain(job, lines)
+    mid_segment, output = scraped_while_no_unit_is_done(slow_export, "segments")
 
-    mid_segment = scrape_until(job, metrics_port, lines, lambda m: m.get("migrator_snapshot_items_total", 0) > 0
-                               and m["migrator_snapshot_segments_done"] == 0)  # fmt: skip
-
-    assert job.wait(timeout=120) == 0, "".join(lines)
-    reader.join(timeout=10)
-    output = "".join(lines)
     assert 0 < mid_segment["migrator_snapshot_items_total"] < SLOW_SEGMENT_ITEMS
     assert mid_segment["migrator_snapshot_segments_planned"] == 1
     assert re.search(r"export: 0/1 segments, [1-9][\d,]* items copied", output), output

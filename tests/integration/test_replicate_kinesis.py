@@ -90,6 +90,24 @@ def change_record(table: str, event: str, keys: dict, image: dict | None, micros
     return json.dumps(document).encode()
 
 
+def stale_and_out_of_order(source: str, kept: dict, gone: dict, pair: dict, fresh: dict, an_hour_ago: int) -> list[bytes]:
+    """Records to plant after `kept`, `gone` (deleted) and `pair` were applied: older changes of theirs (a stale
+    update, a put resurrecting the deleted item, an exact duplicate), and, out of order and duplicated, changes
+    of `fresh`, a key never applied, whose newest (a REMOVE) must win whatever the arrival order."""
+    stale = dict(kept, note={"S": "stale"})
+    return [
+        change_record(source, "MODIFY", key_of(kept), stale, an_hour_ago),
+        change_record(source, "INSERT", key_of(gone), gone, an_hour_ago),
+        change_record(source, "MODIFY", key_of(pair), dict(pair, note={"S": "old"}), an_hour_ago + 2),
+        change_record(source, "MODIFY", key_of(pair), dict(pair, note={"S": "older"}), an_hour_ago + 1),
+        change_record(source, "MODIFY", key_of(pair), dict(pair, note={"S": "old"}), an_hour_ago + 2),
+        change_record(source, "INSERT", key_of(fresh), fresh, an_hour_ago + 1),
+        change_record(source, "REMOVE", key_of(fresh), None, an_hour_ago + 3),
+        change_record(source, "MODIFY", key_of(fresh), dict(fresh, note={"S": "older"}), an_hour_ago + 2),
+        change_record(source, "INSERT", key_of(fresh), fresh, an_hour_ago + 1),
+    ]
+
+
 def key_of(item: dict) -> dict:
     return {"pk": item["pk"], "sk": item["sk"]}
 
@@ -114,22 +132,9 @@ def test_duplicate_stale_and_foreign_records_are_dropped_within_and_across_batch
         return by_key(scan_all(dynamodb, target)) == by_key(scan_all(dynamodb, source))
 
     def inject() -> None:
-        # Across batches: older changes of keys already applied (a stale update, a put
-        # resurrecting a deleted item, an exact duplicate) arrive after the newer ones.
-        stale = dict(kept, note={"S": "stale"})
-        records = [
-            change_record(source, "MODIFY", key_of(kept), stale, an_hour_ago),
-            change_record(source, "INSERT", key_of(gone), gone, an_hour_ago),
-            change_record(source, "MODIFY", key_of(pair), dict(pair, note={"S": "old"}), an_hour_ago + 2),
-            change_record(source, "MODIFY", key_of(pair), dict(pair, note={"S": "older"}), an_hour_ago + 1),
-            change_record(source, "MODIFY", key_of(pair), dict(pair, note={"S": "old"}), an_hour_ago + 2),
-            # In one batch, out of order and duplicated, changes of a key never applied: the
-            # newest (the REMOVE) wins, whatever the arrival order, so the item does not exist.
-            change_record(source, "INSERT", key_of(fresh), fresh, an_hour_ago + 1),
-            change_record(source, "REMOVE", key_of(fresh), None, an_hour_ago + 3),
-            change_record(source, "MODIFY", key_of(fresh), dict(fresh, note={"S": "older"}), an_hour_ago + 2),
-            change_record(source, "INSERT", key_of(fresh), fresh, an_hour_ago + 1),
-        ]
+        # Across batches, older changes of keys already applied arrive after the newer ones; in one
+        # batch, a key never applied gets its changes out of order and duplicated.
+        records = stale_and_out_of_order(source, kept, gone, pair, fresh, an_hour_ago)
         kinesis.put_records(StreamName=name, Records=[{"Data": r, "PartitionKey": "p"} for r in records])
         kinesis.put_record(StreamName=name, Data=b"not json at all", PartitionKey="p")
         kinesis.put_record(StreamName=name, Data=change_record("another-table", "REMOVE", key_of(kept), None, an_hour_ago), PartitionKey="p")

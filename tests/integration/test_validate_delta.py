@@ -20,7 +20,7 @@ from deltalake import DeltaTable, write_deltalake
 
 from migrator.items import to_dynamodb_json
 from migrator.target.delta_rows import item_json
-from testsupport.all_types import KEY_SCHEMA, all_types_items
+from testsupport.all_types import ATTRIBUTES, KEY_SCHEMA, all_types_items, create_all_types_table
 from testsupport.endpoint import TEST_ACCESS_KEY, TEST_REGION, TEST_SECRET_KEY, put_items, reaching, scan_all, side
 from testsupport.export_imports import export_source
 from testsupport.jobs import assert_one_clear_line, run_in_process, run_job, start_job, write_config
@@ -30,17 +30,12 @@ from testsupport.s3_exports import DYNAMODB_JSON, DataFileSpec, create_bucket, f
 pytestmark = pytest.mark.integration
 
 SEGMENTS = 3
-ATTRIBUTES = [{"AttributeName": "pk", "AttributeType": "S"}, {"AttributeName": "sk", "AttributeType": "N"}]
 NO_REPAIRS = {"missing": 0, "different": 0, "extra": 0}
 
 
 @pytest.fixture(scope="module")
 def source_table(dynamodb):
-    table = f"val-delta-{uuid.uuid4().hex[:8]}"
-    dynamodb.create_table(TableName=table, KeySchema=KEY_SCHEMA, AttributeDefinitions=ATTRIBUTES,
-                          BillingMode="PAY_PER_REQUEST")  # fmt: skip
-    put_items(dynamodb, table, all_types_items())
-    return table
+    return create_all_types_table(dynamodb, f"val-delta-{uuid.uuid4().hex[:8]}")
 
 
 def delta_config(tmp_path: Path, endpoint_url: str, source: str | dict, path: str, name: str, **validation) -> Path:
