@@ -98,7 +98,8 @@ def change_rows(target: DeltaChanges, records: Iterable[IncrementalRecord]) -> I
     counts = RowCounts()
     batch, deletes = None, 0
     with errors_returned("making the Delta rows of incremental changes") as caught:
-        states = [_state(record, target, renames) for record in records]
+        table_keys = sorted(name for name, _ in target.layout.keys)
+        states = [_state(record, target, renames, table_keys) for record in records]
         batch = change_batch(states, target.layout, counts)
         deletes = sum(image is None for _, image in states)
     yield ChangeRows(
@@ -107,10 +108,11 @@ def change_rows(target: DeltaChanges, records: Iterable[IncrementalRecord]) -> I
     )  # fmt: skip
 
 
-def _state(record: IncrementalRecord, target: DeltaChanges, renames: dict[str, str]) -> tuple[dict, dict | None]:
-    """(keys, image) with the target's names; image None: the item was deleted."""
+def _state(
+    record: IncrementalRecord, target: DeltaChanges, renames: dict[str, str], table_keys: list[str]
+) -> tuple[dict, dict | None]:
+    """(keys, image) with the target's names, checked against the table's key names; image None: the item was deleted."""
     keys = rename_attributes(record.keys, renames, target.key_names)
-    table_keys = sorted(name for name, _ in target.layout.keys)
     if sorted(keys) != table_keys:  # the keys the run was given are not the exported table's
         raise MigratorError(
             f"a record of the export has the keys {', '.join(sorted(keys))} (after renames), but the Delta table's "
