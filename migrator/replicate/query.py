@@ -66,6 +66,7 @@ class ReplicationSummary:
     lag_seconds: float | None = None
     reinitializations: int = 0
     dropped: Counter = field(default_factory=Counter)  # reason -> stream records not applied
+    unfit_values: int = 0  # a Delta target: target.columns values left null (`_item` holds them)
     started: float = field(default_factory=time.monotonic)
 
     def render(self) -> str:
@@ -79,6 +80,8 @@ class ReplicationSummary:
                 f"  items put:       {self.puts:,}",
                 f"  items deleted:   {self.deletes:,}",
                 f"  records dropped: {dropped}",
+                *([f"  unfit values:    {self.unfit_values:,} (target.columns values left null: _item holds them exactly)"]
+                  if self.unfit_values else []),
                 f"  last lag:        {lag}",
                 f"  re-initialized:  {self.reinitializations} times (invalidCheckpointBehavior: restart)",
                 f"  seconds:         {time.monotonic() - self.started:,.1f}",
@@ -324,8 +327,8 @@ class _KeyStateKeeper:
 
 
 def _read_only(outcomes: list[ApplyOutcome]) -> list[ApplyOutcome]:
-    """The batch's outcomes with nothing applied: its records were read, its puts and deletes not made."""
-    return [replace(outcome, puts=0, deletes=0) for outcome in outcomes]
+    """The batch's outcomes with nothing applied: its records were read, its rows not written."""
+    return [replace(outcome, puts=0, deletes=0, unfit_values=0) for outcome in outcomes]
 
 
 def _record(summary: ReplicationSummary, metrics: ReplicationMetrics, batch_id: int, outcomes: list[ApplyOutcome]) -> None:
@@ -345,6 +348,8 @@ def _record(summary: ReplicationSummary, metrics: ReplicationMetrics, batch_id: 
     for outcome in outcomes:
         dropped.update(dict(outcome.dropped))
     summary.dropped.update(dropped)
+    unfit = sum(o.unfit_values for o in outcomes)
+    summary.unfit_values += unfit
     metrics.observe(
         records=records, puts=puts, deletes=deletes, retries=sum(o.retries for o in outcomes),
         shards=len(frozenset().union(*(o.shards for o in outcomes))), lag_seconds=lag,
@@ -357,6 +362,8 @@ def _record(summary: ReplicationSummary, metrics: ReplicationMetrics, batch_id: 
         )  # fmt: skip
     if dropped:
         log.info("replicate: batch %d: records not applied: %s", batch_id, dict(dropped))
+    if unfit:
+        log.warning("replicate: batch %d: %d values do not fit their target.columns type: left null there, kept in _item", batch_id, unfit)
     skipped = next((o.first_skipped for o in outcomes if o.first_skipped), None)
     if skipped:
         log.warning("replicate: batch %d: skipped stream records that are no change of the source, e.g. %s", batch_id, skipped)

@@ -98,13 +98,14 @@ def commits_of(entries: Iterable[str]) -> list[dict]:
 class DeltaReplication:
     """replicate() from a scripted stream into a Delta table made as the snapshot makes it."""
 
-    def __init__(self, spark, server: ScriptedStreamServer, tmp_path: Path):
+    def __init__(self, spark, server: ScriptedStreamServer, tmp_path: Path, columns: tuple[tuple[str, str], ...] = ()):
         self.spark, self.server = spark, server
         self.path = tmp_path / "table"
-        create_table(DeltaLocation(str(self.path)), LAYOUT)
+        create_table(DeltaLocation(str(self.path)), DeltaLayout(LAYOUT.keys, columns))
         config = write_config(tmp_path, {
             "source": side(server.endpoint_url, server.table_name),
-            "target": {"type": "delta", "path": str(self.path), "streamChanges": True},
+            "target": {"type": "delta", "path": str(self.path), "streamChanges": True,
+                       "columns": [{"name": name, "type": kind} for name, kind in columns]},
             "appName": APP_NAME,
         })  # fmt: skip
         self.config = load_config(str(config)).config
@@ -181,6 +182,23 @@ def test_puts_updates_deletes_converge_one_merge_commit_per_batch_and_a_replayed
     assert versions == sorted(set(versions)) and versions[-1] > replayed
     assert DeltaTable(str(run.path)).transaction_version(APP_NAME) == versions[-1]
     assert set(k[0][1] for k in delta_items(run.path)) == {'{"S": "k1"}', '{"S": "k3"}', '{"S": "k5"}'}
+
+
+def test_values_that_do_not_fit_their_column_are_counted_in_the_summary(spark, server, tmp_path):
+    """Each merged row's `from` (a string) does not fit its `long` column: left null there, kept in
+    `_item`, and counted, as the snapshot counts them."""
+    script = Script(server)
+    server.add_shard(A)
+    for pk in ("k1", "k2", "k3"):
+        script.put(A, pk)
+    run = DeltaReplication(spark, server, tmp_path, columns=(("v", "long"), ("from", "long")))
+
+    summary = run.run_until(run.converged(script))
+
+    assert summary.unfit_values == 3, summary
+    assert "  unfit values:    3 (target.columns values left null: _item holds them exactly)" in summary.render()
+    rows = DeltaTable(str(run.path)).to_pyarrow_table(columns=["v", "from"]).to_pylist()
+    assert sorted(row["v"] for row in rows) == [1, 2, 3] and all(row["from"] is None for row in rows), rows
 
 
 def test_a_batch_the_table_holds_is_skipped_and_one_behind_it_is_refused(tmp_path):
