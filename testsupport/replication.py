@@ -46,6 +46,15 @@ class Writer(threading.Thread):
             self.client.put_item(TableName=self.table, Item=item)
         self.writes += 1
 
+    def wait_for_writes(self, count: int, timeout: float = 60) -> None:
+        """Return once `count` more writes have been made from now: changes the run must see."""
+        wanted = self.writes + count
+        deadline = time.monotonic() + timeout
+        while self.writes < wanted:
+            assert self.is_alive(), "the writer stopped"
+            assert time.monotonic() < deadline, f"{wanted - self.writes} of {count} writes not made in {timeout} s"
+            time.sleep(0.01)
+
 
 def wait_until_converged(client, source: str, target: str, timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout

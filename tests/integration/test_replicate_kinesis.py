@@ -68,7 +68,6 @@ def test_snapshot_while_writing_then_replay_from_at_timestamp_then_restart(
     first_start = offsets(tmp_path / "checkpoint")[-1]["start_at"]
 
     write_changes(dynamodb, source, 5000)()  # while stopped: the restart replays them from its checkpoint
-    time.sleep(1)
     again = run(config, spark, until_converged(dynamodb, source, target))
     assert again.snapshot.segments_copied == 0  # the savepoint says the snapshot is done
     assert again.replication.records == 7 and again.replication.puts == 4 and again.replication.deletes == 1
@@ -188,8 +187,7 @@ def test_explicit_initial_timestamp_replays_from_that_instant(dynamodb, kinesis,
         assert time.monotonic() < deadline, f"not done in {RUN_SECONDS} s: {summary}"
         return len(scan_all(dynamodb, target)) >= len(after)
 
-    result = run(config, spark, should_stop)
-    time.sleep(2)  # anything replayed late would show now
+    result = run(config, spark, should_stop)  # returns once the query stopped: nothing is written later
     assert by_key(scan_all(dynamodb, target)) == by_key(after)
     assert result.replication.records == len(after)
     assert offsets(tmp_path / "checkpoint")[-1]["start_at"].startswith(iso(start)[:23])
@@ -229,20 +227,21 @@ def test_split_and_merge_while_replicating_lose_nothing(dynamodb, kinesis, endpo
     shards = {s["ShardId"]: s for s in kinesis.list_shards(StreamName=name)["Shards"]}
     first, second = sorted(shards)
 
+    # Each reshard waits for writes made since the last step, so every generation of shards holds records.
     def split() -> None:
-        time.sleep(2)
+        writer.wait_for_writes(20)
         low = int(shards[first]["HashKeyRange"]["StartingHashKey"])
         high = int(shards[first]["HashKeyRange"]["EndingHashKey"])
         kinesis.split_shard(StreamName=name, ShardToSplit=first, NewStartingHashKey=str((low + high) // 2))
 
     def merge() -> None:
-        time.sleep(2)
+        writer.wait_for_writes(20)
         children = [s for s in kinesis.list_shards(StreamName=name)["Shards"] if s.get("ParentShardId") == first]
         upper = max(children, key=lambda s: int(s["HashKeyRange"]["StartingHashKey"]))
         kinesis.merge_shards(StreamName=name, ShardToMerge=upper["ShardId"], AdjacentShardToMerge=second)
 
     def stop_writer() -> None:
-        time.sleep(2)
+        writer.wait_for_writes(20)
         writer.stop.set()
         writer.join()
 

@@ -62,7 +62,7 @@ def test_snapshot_then_changes_until_ctrl_c_and_restart_and_kill_9_mid_batch(
     writer.start()  # writes during the snapshot must reach the target through the stream
     wait_for_output(job, "replicating changes of", lines)
     reader = drain(job, lines)  # from now on: an undrained pipe fills (64 KiB) and blocks the job
-    time.sleep(3)
+    writer.wait_for_writes(30)  # while replicating: they reach the target through the stream
     writer.stop.set()
     writer.join()
     assert writer.writes > 50
