@@ -274,10 +274,13 @@ def _write_delta(
 
     With streamChanges, the table's DynamoDB stream (or Kinesis streaming destination) is opened (its
     replay start recorded) before the snapshot, as for a DynamoDB target, and its changes are then
-    merged into the table, a commit per batch (`migrator.replicate.delta_apply`), until Ctrl+C.
+    merged into the table, a commit per batch (`migrator.replicate.delta_apply`), until Ctrl+C. With
+    skipInitialSnapshotTransfer too, there is no snapshot: the changes go into the table at target.path,
+    created empty when there is none, from the same replay start a DynamoDB target's would.
     """
     config = loaded.config
     streaming = config.replicates
+    changes_only = streaming and config.target.skip_initial_snapshot_transfer
     checks = delta_copy.preflight(config)
     source_side = savepoint_folders.table_side(config.source, "source", checks.source)
     store = savepoint_folders.open_store(loaded, spark_factory, source_side, target=delta_copy.target_side(config.target))
@@ -293,14 +296,20 @@ def _write_delta(
     saved = Checkpoint(spark, checkpoint.location(config)) if streaming else None
     stream = None
     if saved is not None:  # before the snapshot: no write made during it is missed
+        if changes_only:
+            delta_copy.check_changes_only_target(checks, saved.exists(), saved.where)
         replay_start.check_copies_have_a_start(config, saved, start.copied, store.path)
         stream = _stream(config, checks, saved)
         _check_age(saved, stream)
-    result.phase = "snapshot"
-    result.snapshot = delta_copy.copy_to_delta(spark, config, checks, store, start)
+    if changes_only:  # no snapshot: the stream's changes are merged into the table found, or an empty new one
+        delta_copy.create_when_missing(checks)
+    else:
+        result.phase = "snapshot"
+        result.snapshot = delta_copy.copy_to_delta(spark, config, checks, store, start)
     if stream is None:
         return result
-    log.info("\n%s", result.snapshot.render())  # the run goes on: show the snapshot's summary now
+    if result.snapshot is not None:
+        log.info("\n%s", result.snapshot.render())  # the run goes on: show the snapshot's summary now
     replay_start.check_before_replication(saved, stream)
     result.phase = "replication"
     result.replication = replicate(spark, config, stream, saved.where, should_stop, metrics)

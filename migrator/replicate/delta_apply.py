@@ -60,13 +60,13 @@ class DeltaApplier:
 
 
 def delta_applier(config: MigratorConfig) -> DeltaApplier:
-    """The applier for config's Delta target; the table must exist (the snapshot creates it)."""
+    """The applier for config's Delta target; the table must exist (the run creates it before replicating)."""
     location = location_of(config.target)
     if not DeltaTable.is_deltatable(location.uri, storage_options=location.storage_options()):
         raise DeltaTargetError(
             location.uri,
-            "holds no Delta table: changes are merged into the table the snapshot writes; run the job with "
-            "the snapshot (without skipInitialSnapshotTransfer) first",
+            "holds no Delta table any more (the run created or found one there before replicating: it was deleted "
+            "or moved since); nothing was merged: restore the table, or run the job again",
         )
     layout = layout_of_table(location.open(), config.target)
     check_location(location, layout)  # target.columns and partitionBy must be the table's

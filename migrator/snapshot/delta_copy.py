@@ -23,7 +23,7 @@ from pyspark.sql import SparkSession
 
 from migrator import aws
 from migrator.config import DeltaTarget, MigratorConfig
-from migrator.errors import ConfigError, RecordedTargetMissing, RecordedTargetReplaced, SegmentFailed
+from migrator.errors import ConfigError, DeltaTargetError, RecordedTargetMissing, RecordedTargetReplaced, SegmentFailed
 from migrator.snapshot.export_write import plan_scan
 from migrator.snapshot.outcomes import DeltaSegmentOutcome
 from migrator.snapshot.preflight import Preflight, describe_live_source
@@ -112,10 +112,7 @@ def copy_to_delta(
     spark: SparkSession, config: MigratorConfig, checks: DeltaPreflight, store: SavepointStore, start: ResumePoint
 ) -> DeltaSummary:
     """Create the table when missing, then write every segment not yet written, saving each as it is committed."""
-    identity = checks.existing
-    if identity is None:
-        identity = identity_of(create_table(checks.target, checks.layout))
-        log.info("created the Delta table %s", checks.target.uri)
+    identity = create_when_missing(checks)
     plan = plan_scan(config, checks.source, spark.sparkContext.defaultParallelism, start.total_segments)
     summary = DeltaSummary(
         config.source.table, checks.target.uri, plan.total_segments,
@@ -143,6 +140,28 @@ def copy_to_delta(
         raise
     summary.finished = time.monotonic()
     return summary
+
+
+def create_when_missing(checks: DeltaPreflight) -> TargetTable:
+    """The table's identity; the table is created (its first commit, no rows) when target.path holds none, so that
+    segments only append and batches only merge."""
+    if checks.existing is not None:
+        return checks.existing
+    identity = identity_of(create_table(checks.target, checks.layout))
+    log.info("created the Delta table %s", checks.target.uri)
+    return identity
+
+
+def check_changes_only_target(checks: DeltaPreflight, merged_before: bool, checkpoint: str) -> None:
+    """Changes only (skipInitialSnapshotTransfer): a checkpoint that has committed batches resumes after them, so
+    the table they were merged into must still be there. An empty new table would silently lack them."""
+    if merged_before and checks.existing is None:
+        raise DeltaTargetError(
+            checks.target.uri,
+            f"holds no Delta table, but the checkpoint {checkpoint} records batches merged into one there (it was "
+            "deleted or moved since); nothing was written: restore the table, or delete the checkpoint to "
+            "replicate from the stream's start into a new table",
+        )
 
 
 def identity_of(table: DeltaTable) -> TargetTable:
