@@ -107,14 +107,16 @@ def _refuse_unsupported(cleaned: dict[str, Any], path: str) -> None:
 def _check_delta_target(cleaned: dict[str, Any], target: dict[str, Any], path: str) -> None:
     """A Delta table: a snapshot and/or the changes of a DynamoDB stream or a Kinesis data stream."""
     streams = target.get("streamChanges") not in (None, False)
-    if streams and cleaned.get("invalidCheckpointBehavior") == "restart":
-        # restart copies the table again, but every segment is found committed in the Delta table
-        # already: the table would keep what the lost changes left in it.
+    changes_only = target.get("skipInitialSnapshotTransfer") not in (None, False)
+    if streams and changes_only and cleaned.get("invalidCheckpointBehavior") == "restart":
+        # restart empties the table and copies it again (migrator.target.delta_restart); with no copy to
+        # make, emptying would lose every change merged so far, and keeping it would hide the lost ones.
         raise UnsupportedFeature(
-            "restart (copying the table again) with a Delta target", "invalidCheckpointBehavior",
-            "remove it (error, the default, stops instead); to start over, write to a new target.path",
+            "restart with skipInitialSnapshotTransfer into a Delta target", "invalidCheckpointBehavior",
+            "remove it (error, the default, stops instead), or the skipInitialSnapshotTransfer key so that a restart "
+            "copies the table again",
         )  # fmt: skip
-    if target.get("skipInitialSnapshotTransfer") not in (None, False):
+    if changes_only:
         _check_changes_only(cleaned.get("source"), streams, path)
 
 

@@ -101,12 +101,20 @@ def test_a_kinesis_stream_in_another_region_than_the_source_is_refused_into_delt
 
 
 @pytest.mark.parametrize("changes", [True, KINESIS], ids=["dynamodb-streams", "kinesis"])
-def test_restart_on_an_invalid_checkpoint_with_a_delta_target_is_refused_at_load(changes):
+def test_restart_on_an_invalid_checkpoint_with_a_delta_target_loads(changes):
     document = copy.deepcopy(BASE)
     document["target"]["streamChanges"] = changes
     document["invalidCheckpointBehavior"] = "restart"
 
-    with pytest.raises(UnsupportedFeature, match="^invalidCheckpointBehavior: restart \\(copying the table again\\) with a Delta target"):
+    assert parse_config(yaml.safe_dump(document), FILE).config.invalid_checkpoint_behavior == "restart"
+
+
+def test_restart_with_changes_only_into_delta_is_refused_at_load():
+    document = copy.deepcopy(BASE)
+    document["target"].update(streamChanges=True, skipInitialSnapshotTransfer=True)
+    document["invalidCheckpointBehavior"] = "restart"
+
+    with pytest.raises(UnsupportedFeature, match="^invalidCheckpointBehavior: restart with skipInitialSnapshotTransfer into a Delta target"):
         parse_config(yaml.safe_dump(document), FILE)
 
 
