@@ -304,9 +304,8 @@ def _write_delta(
             stream = _stream(config, checks, saved)
             _check_age(saved, stream)
         except CheckpointError as exc:
-            stream, start = _restart_delta(config, exc, saved, store, checks)
+            stream, start = _restart_delta(config, exc, saved, store, checks, metrics)
             restarts += 1
-            metrics.reinitializations.inc()
     while True:
         if changes_only:  # no snapshot: the stream's changes are merged into the table found, or an empty new one
             delta_copy.create_when_missing(checks)
@@ -324,13 +323,13 @@ def _write_delta(
             result.replication.reinitializations = restarts
             return result
         except CheckpointError as exc:
-            stream, start = _restart_delta(config, exc, saved, store, checks)
+            stream, start = _restart_delta(config, exc, saved, store, checks, metrics)
             restarts += 1
-            metrics.reinitializations.inc()
 
 
 def _restart_delta(
-    config: MigratorConfig, error: CheckpointError, saved: Checkpoint, store: SavepointStore, checks: delta_copy.DeltaPreflight
+    config: MigratorConfig, error: CheckpointError, saved: Checkpoint, store: SavepointStore,
+    checks: delta_copy.DeltaPreflight, metrics: ReplicationMetrics,
 ) -> tuple[StreamInfo | KinesisStream, ResumePoint]:
     """invalidCheckpointBehavior for a Delta target: `error` re-raises; `restart` empties the table (one commit
     starting its next generation, `migrator.target.delta_restart`), then drops the savepoint and the checkpoint,
@@ -351,6 +350,7 @@ def _restart_delta(
     store.discard()
     saved.drop()
     stream = _stream(config, checks, saved, fresh_start=True)
+    metrics.reinitializations.inc()
     requested = frozenset(config.skip_segments) - copied_in_config(config)
     return stream, ResumePoint(config.source.scan_segments, requested=requested)
 
