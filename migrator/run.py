@@ -338,7 +338,7 @@ def _restart_delta(
     In that order: a stop before the drop meets the invalid checkpoint again and restarts again; a stop after
     it copies the new generation from scratch. Never the old segments' ids over an emptied table."""
     if config.invalid_checkpoint_behavior != "restart":
-        raise error
+        raise _with_delta_ways_out(error) from None
     log.warning("%s", error)
     log.warning(
         "invalidCheckpointBehavior is restart: emptying the Delta table (one commit), dropping the checkpoint "
@@ -353,6 +353,19 @@ def _restart_delta(
     metrics.reinitializations.inc()
     requested = frozenset(config.skip_segments) - copied_in_config(config)
     return stream, ResumePoint(config.source.scan_segments, requested=requested)
+
+
+def _with_delta_ways_out(error: CheckpointError) -> CheckpointError:
+    """The error with the ways out a Delta table has: deleting the checkpoint and the savepoint by hand would not
+    copy it again (its segments are found committed), so not that one."""
+    delta_error = CheckpointError(
+        error.reason, error.location,
+        ways_out="Two ways out: set invalidCheckpointBehavior: restart (the Delta table is emptied in one commit and "
+        "copied again, and replication goes on from there; not with skipInitialSnapshotTransfer), or write to a new "
+        "target.path with a new checkpoint (checkpointLocation, or appName)",
+    )  # fmt: skip
+    delta_error.exit_code = error.exit_code
+    return delta_error
 
 
 def _import_into_delta(

@@ -21,6 +21,7 @@ import pytest
 from deltalake import DeltaTable
 
 from migrator.config import load_config
+from migrator.errors import CheckpointError
 from testsupport.endpoint import put_items, scan_all, side
 from testsupport.jobs import drain, start_job, write_config
 from testsupport.kinesis_runs import create_stream, run, write_changes
@@ -106,6 +107,25 @@ def test_restart_empties_the_table_in_one_commit_then_copies_and_replicates_it_a
     merges = [c for c in restart if c["operation"] == "MERGE"]
     assert merges and all(c["txn"][0]["appId"] == f"{app}-restart-1" for c in merges), merges
     assert_each_segment_and_batch_once(path)
+
+
+def test_without_restart_the_checkpoint_error_names_the_ways_out_a_delta_table_has(
+    dynamodb, kinesis, endpoint_url, table_name, tmp_path, spark
+):
+    """Deleting the checkpoint and the savepoint does not copy a Delta table again (its segments are found
+    committed): the message must not send the user there."""
+    config, source, path, before = stopped_with_a_checkpoint_too_old(dynamodb, kinesis, endpoint_url, table_name, tmp_path, spark)
+    document = load_config(str(config)).raw
+    del document["invalidCheckpointBehavior"]
+
+    with pytest.raises(CheckpointError) as stopped:
+        run(write_config(tmp_path, document, name="error.yaml"), spark, lambda summary: True)
+
+    message = str(stopped.value)
+    assert "set invalidCheckpointBehavior: restart (the Delta table is emptied in one commit and copied again" in message
+    assert "new target.path" in message and "delete the checkpoint directory" not in message, message
+    assert stopped.value.exit_code == 2 and "\n" not in message
+    assert len(log_commits(path)) == before  # nothing written
 
 
 def next_commit_with(log: Path, pattern: str, seen: set[str], deadline: float) -> None:
