@@ -193,16 +193,28 @@ def _delta_plan(config: MigratorConfig, report: DryRunReport) -> DryRunReport:
     """A table written into a Delta table: the source, the segments, the table's columns and whether it exists."""
     checks = delta_copy.preflight(config)
     report.add("source", f"table {config.source.table!r}: {_describe_table(checks.source)}")
-    parallelism, parallelism_source = default_parallelism()
-    plan = export_write.plan_scan(config, checks.source, parallelism)
-    report.add("plan", f"{plan.describe()}; parallelism {parallelism} from {parallelism_source}")
-    state = "would append to the Delta table there" if checks.existing else "would create a Delta table"
     columns = ", ".join(checks.layout.column_names)
-    report.add("target", f"{checks.target.uri}: {state} with columns {columns}, one commit per segment")
+    if config.replicates and config.target.skip_initial_snapshot_transfer:
+        _delta_changes_only(config, checks, columns, report)
+    else:
+        parallelism, parallelism_source = default_parallelism()
+        plan = export_write.plan_scan(config, checks.source, parallelism)
+        report.add("plan", f"{plan.describe()}; parallelism {parallelism} from {parallelism_source}")
+        state = "would append to the Delta table there" if checks.existing else "would create a Delta table"
+        report.add("target", f"{checks.target.uri}: {state} with columns {columns}, one commit per segment")
     if config.replicates:
         report.add("changes", f"{_describe_stream(config, checks)}; merged into the Delta table, one commit per batch")
         _add_checkpoint(config, report)
     return report
+
+
+def _delta_changes_only(config: MigratorConfig, checks: delta_copy.DeltaPreflight, columns: str, report: DryRunReport) -> None:
+    """skipInitialSnapshotTransfer into Delta: no segments, the table found or created empty, checked as the run does."""
+    where = checkpoint.location(config)
+    delta_copy.check_changes_only_target(checks, bool(checkpoint.committed_without_spark(where)), where)
+    report.add("plan", "no snapshot (target.skipInitialSnapshotTransfer): changes only")
+    state = "would merge changes into the Delta table there" if checks.existing else "would create an empty Delta table"
+    report.add("target", f"{checks.target.uri}: {state} with columns {columns}")
 
 
 def _add_target(config: MigratorConfig, existing: tables.TableInfo | None, creation: Mapping[str, Any],

@@ -32,7 +32,7 @@ from migrator.snapshot.export_import import ImportPreflight
 from migrator.snapshot.table_copy import TableCopyPreflight, copy_table, plan_copy, preflight
 from migrator.source.dynamodb_streams import StreamInfo
 from migrator.source.kinesis import KinesisStream, check_start_is_retained
-from migrator.target import tables
+from migrator.target import delta_restart, tables
 from migrator.target.tables import TableInfo
 
 log = logging.getLogger(__name__)
@@ -274,10 +274,13 @@ def _write_delta(
 
     With streamChanges, the table's DynamoDB stream (or Kinesis streaming destination) is opened (its
     replay start recorded) before the snapshot, as for a DynamoDB target, and its changes are then
-    merged into the table, a commit per batch (`migrator.replicate.delta_apply`), until Ctrl+C.
+    merged into the table, a commit per batch (`migrator.replicate.delta_apply`), until Ctrl+C. With
+    skipInitialSnapshotTransfer too, there is no snapshot: the changes go into the table at target.path,
+    created empty when there is none, from the same replay start a DynamoDB target's would.
     """
     config = loaded.config
     streaming = config.replicates
+    changes_only = streaming and config.target.skip_initial_snapshot_transfer
     checks = delta_copy.preflight(config)
     source_side = savepoint_folders.table_side(config.source, "source", checks.source)
     store = savepoint_folders.open_store(loaded, spark_factory, source_side, target=delta_copy.target_side(config.target))
@@ -292,19 +295,77 @@ def _write_delta(
     spark = spark_factory()
     saved = Checkpoint(spark, checkpoint.location(config)) if streaming else None
     stream = None
+    restarts = 0
     if saved is not None:  # before the snapshot: no write made during it is missed
-        replay_start.check_copies_have_a_start(config, saved, start.copied, store.path)
-        stream = _stream(config, checks, saved)
-        _check_age(saved, stream)
-    result.phase = "snapshot"
-    result.snapshot = delta_copy.copy_to_delta(spark, config, checks, store, start)
-    if stream is None:
-        return result
-    log.info("\n%s", result.snapshot.render())  # the run goes on: show the snapshot's summary now
-    replay_start.check_before_replication(saved, stream)
-    result.phase = "replication"
-    result.replication = replicate(spark, config, stream, saved.where, should_stop, metrics)
-    return result
+        if changes_only:
+            delta_copy.check_changes_only_target(checks, saved.exists(), saved.where)
+        try:
+            replay_start.check_copies_have_a_start(config, saved, start.copied, store.path)
+            stream = _stream(config, checks, saved)
+            _check_age(saved, stream)
+        except CheckpointError as exc:
+            stream, start = _restart_delta(config, exc, saved, store, checks, metrics)
+            restarts += 1
+    while True:
+        if changes_only:  # no snapshot: the stream's changes are merged into the table found, or an empty new one
+            delta_copy.create_when_missing(checks)
+        else:
+            result.phase = "snapshot"
+            result.snapshot = delta_copy.copy_to_delta(spark, config, checks, store, start)
+        if stream is None:
+            return result
+        if result.snapshot is not None:
+            log.info("\n%s", result.snapshot.render())  # the run goes on: show the snapshot's summary now
+        try:
+            replay_start.check_before_replication(saved, stream)
+            result.phase = "replication"
+            result.replication = replicate(spark, config, stream, saved.where, should_stop, metrics)
+            result.replication.reinitializations = restarts
+            return result
+        except CheckpointError as exc:
+            stream, start = _restart_delta(config, exc, saved, store, checks, metrics)
+            restarts += 1
+
+
+def _restart_delta(
+    config: MigratorConfig, error: CheckpointError, saved: Checkpoint, store: SavepointStore,
+    checks: delta_copy.DeltaPreflight, metrics: ReplicationMetrics,
+) -> tuple[StreamInfo | KinesisStream, ResumePoint]:
+    """invalidCheckpointBehavior for a Delta target: `error` re-raises; `restart` empties the table (one commit
+    starting its next generation, `migrator.target.delta_restart`), then drops the savepoint and the checkpoint,
+    and returns where to start over: the stream (fixed before the new copy) and a copy with no segment done.
+
+    In that order: a stop before the drop meets the invalid checkpoint again and restarts again; a stop after
+    it copies the new generation from scratch. Never the old segments' ids over an emptied table."""
+    if config.invalid_checkpoint_behavior != "restart":
+        raise _with_delta_ways_out(error) from None
+    log.warning("%s", error)
+    log.warning(
+        "invalidCheckpointBehavior is restart: emptying the Delta table (one commit), dropping the checkpoint "
+        "and the savepoint, copying the table again, then replicating from the stream's current records"
+    )
+    if delta_copy.table_exists(checks.target):
+        restart = delta_restart.empty_for_restart(checks.target, checks.layout, checkpoint.app_name(config))
+        log.warning("emptied the Delta table %s: restart %d of this replication", checks.target.uri, restart)
+    store.discard()
+    saved.drop()
+    stream = _stream(config, checks, saved, fresh_start=True)
+    metrics.reinitializations.inc()
+    requested = frozenset(config.skip_segments) - copied_in_config(config)
+    return stream, ResumePoint(config.source.scan_segments, requested=requested)
+
+
+def _with_delta_ways_out(error: CheckpointError) -> CheckpointError:
+    """The error with the ways out a Delta table has: deleting the checkpoint and the savepoint by hand would not
+    copy it again (its segments are found committed), so not that one."""
+    delta_error = CheckpointError(
+        error.reason, error.location,
+        ways_out="Two ways out: set invalidCheckpointBehavior: restart (the Delta table is emptied in one commit and "
+        "copied again, and replication goes on from there; not with skipInitialSnapshotTransfer), or write to a new "
+        "target.path with a new checkpoint (checkpointLocation, or appName)",
+    )  # fmt: skip
+    delta_error.exit_code = error.exit_code
+    return delta_error
 
 
 def _import_into_delta(

@@ -65,10 +65,11 @@ class DeltaTarget(ConnectedBlock):
     partition_by: list[str] = Field(default_factory=list)
     use_path_style_access: bool | None = None
     # After the snapshot, the DynamoDB stream's (true) or the Kinesis data stream's (the block) changes
-    # are merged into the table, a commit per batch (migrator.replicate.delta_apply). Skipping the
-    # snapshot is not in this version: refused before validation, naming the key (migrator.config.loading).
+    # are merged into the table, a commit per batch (migrator.replicate.delta_apply). With
+    # skipInitialSnapshotTransfer, changes only, into the table found or created at path; where that means
+    # nothing (no streamChanges, an S3 export source) it is refused by key (migrator.config.loading).
     stream_changes: StreamChanges = False
-    skip_initial_snapshot_transfer: Literal[False] = False
+    skip_initial_snapshot_transfer: bool = False
 
     @field_validator("path")
     @classmethod

@@ -97,27 +97,46 @@ def _refuse_unsupported(cleaned: dict[str, Any], path: str) -> None:
     source = cleaned.get("source")
     target = cleaned.get("target")
     if isinstance(target, dict) and target.get("type") == DELTA_TYPE:
-        _check_delta_target(target, cleaned.get("invalidCheckpointBehavior"))
+        _check_delta_target(cleaned, target, path)
     if isinstance(source, dict) and source.get("type") == S3_EXPORT_TYPE:
         _refuse_chaining(source, target, cleaned.get("invalidCheckpointBehavior"), path)
     if isinstance(target, dict) and target.get("type") == S3_EXPORT_TYPE:
         _check_export_target(cleaned, target, path)
 
 
-def _check_delta_target(target: dict[str, Any], on_invalid_checkpoint: Any) -> None:
-    """A Delta table: a snapshot, then the changes of a DynamoDB stream or a Kinesis data stream."""
-    if target.get("streamChanges") not in (None, False) and on_invalid_checkpoint == "restart":
-        # restart copies the table again, but every segment is found committed in the Delta table
-        # already: the table would keep what the lost changes left in it.
+def _check_delta_target(cleaned: dict[str, Any], target: dict[str, Any], path: str) -> None:
+    """A Delta table: a snapshot and/or the changes of a DynamoDB stream or a Kinesis data stream."""
+    streams = target.get("streamChanges") not in (None, False)
+    changes_only = target.get("skipInitialSnapshotTransfer") not in (None, False)
+    if streams and changes_only and cleaned.get("invalidCheckpointBehavior") == "restart":
+        # restart empties the table and copies it again (migrator.target.delta_restart); with no copy to
+        # make, emptying would lose every change merged so far, and keeping it would hide the lost ones.
         raise UnsupportedFeature(
-            "restart (copying the table again) with a Delta target", "invalidCheckpointBehavior",
-            "remove it (error, the default, stops instead); to start over, write to a new target.path",
+            "restart with skipInitialSnapshotTransfer into a Delta target", "invalidCheckpointBehavior",
+            "remove it (error, the default, stops instead), or the skipInitialSnapshotTransfer key so that a restart "
+            "copies the table again",
         )  # fmt: skip
-    if target.get("skipInitialSnapshotTransfer") not in (None, False):
-        raise UnsupportedFeature(
-            "skipping the snapshot of a Delta table (it only replicates changes)", "target.skipInitialSnapshotTransfer",
-            "remove the key: this version writes the snapshot and nothing else into Delta",
-        )  # fmt: skip
+    if changes_only:
+        _check_changes_only(cleaned.get("source"), streams, path)
+
+
+def _check_changes_only(source: Any, streams: bool, path: str) -> None:
+    """skipInitialSnapshotTransfer into Delta: the stream's changes only, into the table found or created at
+    target.path. Where it would mean nothing, say so rather than ignore it."""
+    if isinstance(source, dict) and source.get("type") == S3_EXPORT_TYPE:
+        raise ConfigError(
+            "target.skipInitialSnapshotTransfer",
+            "an S3 export source is imported, not copied: there is no snapshot to skip; remove the key (to "
+            "replicate the live table's changes only, set source to that table, type: dynamodb)",
+            path,
+        )
+    if not streams:
+        raise ConfigError(
+            "target.skipInitialSnapshotTransfer",
+            "skips the snapshot to replicate changes only, but target.streamChanges is not set, so the run would "
+            "write nothing; set streamChanges (true, or a Kinesis block), or remove skipInitialSnapshotTransfer",
+            path,
+        )
 
 
 def _check_export_target(cleaned: dict[str, Any], target: dict[str, Any], path: str) -> None:

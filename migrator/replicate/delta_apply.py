@@ -4,7 +4,8 @@ The executors collapse each partition's changes as for a DynamoDB target (`migra
 but return each key's final state as rows (`migrator.target.delta_changes`) instead of writing it.
 The driver gathers the batch's rows (a batch is bounded by the stream's batch size) and applies
 them as ONE Delta MERGE by key, committed with an application transaction: app id the
-replication's appName, version Spark's batch id (`migrator.target.delta.merge_once`). A batch
+replication's appName (`<appName>-restart-<n>` after the n-th restart, `migrator.target.delta_restart`),
+version Spark's batch id (`migrator.target.delta.merge_once`). A batch
 replayed after a crash between the Delta commit and Spark's checkpoint commit finds its version
 in the table and is not applied twice.
 """
@@ -25,6 +26,7 @@ from migrator.replicate.apply import ApplyOutcome
 from migrator.replicate.checkpoint import app_name
 from migrator.target.delta import DeltaLocation, check_location, location_of, merge_once
 from migrator.target.delta_changes import change_schema
+from migrator.target.delta_restart import generation_id, restarts_of
 from migrator.target.delta_rows import ITEM_COLUMN, DeltaLayout
 
 log = logging.getLogger(__name__)
@@ -60,17 +62,19 @@ class DeltaApplier:
 
 
 def delta_applier(config: MigratorConfig) -> DeltaApplier:
-    """The applier for config's Delta target; the table must exist (the snapshot creates it)."""
+    """The applier for config's Delta target; the table must exist (the run creates it before replicating)."""
     location = location_of(config.target)
     if not DeltaTable.is_deltatable(location.uri, storage_options=location.storage_options()):
         raise DeltaTargetError(
             location.uri,
-            "holds no Delta table: changes are merged into the table the snapshot writes; run the job with "
-            "the snapshot (without skipInitialSnapshotTransfer) first",
+            "holds no Delta table any more (the run created or found one there before replicating: it was deleted "
+            "or moved since); nothing was merged: restore the table, or run the job again",
         )
     layout = layout_of_table(location.open(), config.target)
     check_location(location, layout)  # target.columns and partitionBy must be the table's
-    return DeltaApplier(location, layout, app_name(config))
+    replication = app_name(config)
+    # After a restart the batches are numbered from 0 again: each generation of the table has its own app id.
+    return DeltaApplier(location, layout, generation_id(replication, restarts_of(location, replication)))
 
 
 def layout_of_table(table: DeltaTable, target: DeltaTarget) -> DeltaLayout:

@@ -9,7 +9,9 @@ export's (`export_write.plan_scan`): nothing is written to a DynamoDB table.
 Exactly once: a segment is recorded in the savepoint only after its commit, and its commit carries
 the segment's app id, so a segment committed by a run that died before saving is skipped by the
 rerun without being scanned (`target.delta`). The app id is `<savepoint name>-segment-<n>-of-<count>`:
-stable across reruns of one copy, never shared by two copies or by two segment counts.
+stable across reruns of one copy, never shared by two copies or by two segment counts. After the n-th
+invalidCheckpointBehavior restart emptied the table, the copy id is `<savepoint name>-restart-n`
+(`target.delta_restart`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from pyspark.sql import SparkSession
 
 from migrator import aws
 from migrator.config import DeltaTarget, MigratorConfig
-from migrator.errors import ConfigError, RecordedTargetMissing, RecordedTargetReplaced, SegmentFailed
+from migrator.errors import ConfigError, DeltaTargetError, RecordedTargetMissing, RecordedTargetReplaced, SegmentFailed
+from migrator.replicate.checkpoint import app_name
 from migrator.snapshot.export_write import plan_scan
 from migrator.snapshot.outcomes import DeltaSegmentOutcome
 from migrator.snapshot.preflight import Preflight, describe_live_source
@@ -33,6 +36,7 @@ from migrator.snapshot.savepoints import ResumePoint, SavepointStore, Side, Snap
 from migrator.snapshot.segment_delta import DeltaSegmentTask, write_delta_segment
 from migrator.snapshot.segment_read import read_settings
 from migrator.target.delta import DeltaLocation, check_location, create_table, location_of, segment_app_id, table_identity
+from migrator.target.delta_restart import generation_id, restarts_of
 from migrator.target.delta_rows import DeltaLayout, LayoutError
 from migrator.target.tables import TableInfo
 
@@ -112,10 +116,7 @@ def copy_to_delta(
     spark: SparkSession, config: MigratorConfig, checks: DeltaPreflight, store: SavepointStore, start: ResumePoint
 ) -> DeltaSummary:
     """Create the table when missing, then write every segment not yet written, saving each as it is committed."""
-    identity = checks.existing
-    if identity is None:
-        identity = identity_of(create_table(checks.target, checks.layout))
-        log.info("created the Delta table %s", checks.target.uri)
+    identity = create_when_missing(checks)
     plan = plan_scan(config, checks.source, spark.sparkContext.defaultParallelism, start.total_segments)
     summary = DeltaSummary(
         config.source.table, checks.target.uri, plan.total_segments,
@@ -133,7 +134,7 @@ def copy_to_delta(
         ledger.record(outcome.segment)
         reporter.record(outcome)
 
-    copy_id = store.identity.stem()
+    copy_id = generation_id(store.identity.stem(), _restarts(config, checks.target))
     tasks = [_task(config, checks, plan.total_segments, plan.read_units_per_task, copy_id, segment)
              for segment in range(plan.total_segments) if segment not in start.done]  # fmt: skip
     try:
@@ -143,6 +144,39 @@ def copy_to_delta(
         raise
     summary.finished = time.monotonic()
     return summary
+
+
+def _restarts(config: MigratorConfig, location: DeltaLocation) -> int:
+    """How often the replication was restarted into the table: a restart's copy has segment ids of its own."""
+    return restarts_of(location, app_name(config)) if config.replicates else 0
+
+
+def create_when_missing(checks: DeltaPreflight) -> TargetTable:
+    """The table's identity; the table is created (its first commit, no rows) when target.path holds none, so that
+    segments only append and batches only merge."""
+    if checks.existing is not None:
+        return checks.existing
+    if table_exists(checks.target):
+        return identity_of(checks.target.open())  # created by this run, before a restart copies again
+    identity = identity_of(create_table(checks.target, checks.layout))
+    log.info("created the Delta table %s", checks.target.uri)
+    return identity
+
+
+def table_exists(location: DeltaLocation) -> bool:
+    return DeltaTable.is_deltatable(location.uri, storage_options=location.storage_options())
+
+
+def check_changes_only_target(checks: DeltaPreflight, merged_before: bool, checkpoint: str) -> None:
+    """Changes only (skipInitialSnapshotTransfer): a checkpoint that has committed batches resumes after them, so
+    the table they were merged into must still be there. An empty new table would silently lack them."""
+    if merged_before and checks.existing is None:
+        raise DeltaTargetError(
+            checks.target.uri,
+            f"holds no Delta table, but the checkpoint {checkpoint} records batches merged into one there (it was "
+            "deleted or moved since); nothing was written: restore the table, or delete the checkpoint to "
+            "replicate from the stream's start into a new table",
+        )
 
 
 def identity_of(table: DeltaTable) -> TargetTable:

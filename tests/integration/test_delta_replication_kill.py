@@ -1,6 +1,6 @@
-"""kill -9 of a job replicating into a Delta table (spark-submit, moto's DynamoDB Streams over HTTP), then a
-rerun: the table converges to the source, no key has two rows, and no batch is merged twice (each batch id
-is the version of at most one application transaction in the Delta log).
+"""kill -9 of a job replicating into a Delta table (spark-submit, moto's DynamoDB Streams or Kinesis over HTTP),
+then a rerun: the table converges to the source, no key has two rows, and no batch is merged twice (each batch
+id is the version of at most one application transaction in the Delta log). The table is local, or on moto's S3.
 
 Two kills: one landed exactly between a batch's Delta commit and Spark's commit of it (the replay the
 Delta app transaction exists for), and one at whatever point the job has reached mid-replication.
@@ -18,16 +18,21 @@ import os
 import signal
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from testsupport.endpoint import put_items, scan_all, side
+from testsupport.endpoint import put_items, reaching, scan_all, side
 from testsupport.jobs import drain, start_job, wait_for_output, write_config
+from testsupport.kinesis_runs import create_stream
 from testsupport.replication import Writer
+from testsupport.s3_exports import create_bucket
 from testsupport.sample_data import create_sample_table, make_item, make_items
 
-from tests.integration.test_delta_replication import delta_items, log_commits, same_items
+from tests.integration.test_delta_replication import delta_items, log_commits, s3_log_commits, same_items
+from tests.integration.test_delta_target import s3_options
 from tests.integration.test_replicate_scripted import committed
 
 pytestmark = pytest.mark.integration
@@ -37,18 +42,49 @@ WINDOW_ATTEMPTS = 40  # changes tried until one batch is caught between its two 
 SECONDS = 180
 
 
-def delta_replication(tmp_path: Path, endpoint_url: str, source: str) -> Path:
+@dataclass(frozen=True)
+class Lake:
+    """The Delta table under test: a local directory, or a prefix on the emulator's S3 (`s3` its boto3 client)."""
+
+    path: str
+    options: dict[str, str] | None = None
+    s3: Any = None
+
+    def items(self) -> dict[tuple, dict]:
+        return delta_items(self.path, self.options)
+
+    def commits(self) -> list[dict]:
+        return log_commits(Path(self.path)) if self.s3 is None else s3_log_commits(self.s3, self.path)
+
+    def reach(self, endpoint_url: str) -> dict[str, Any]:
+        return reaching(endpoint_url) if self.s3 is not None else {}
+
+
+def local_lake(tmp_path: Path) -> Lake:
+    return Lake(str(tmp_path / "table"))
+
+
+def s3_lake(s3, endpoint_url: str) -> Lake:
+    return Lake(f"s3://{create_bucket(s3)}/tables/orders", s3_options(endpoint_url), s3)
+
+
+def stream_changes(changes: str, kinesis) -> bool | dict[str, str]:
+    """target.streamChanges for the mode: DynamoDB Streams, or a new Kinesis stream (the top-level appName names both)."""
+    return True if changes == "dynamodb-streams" else {"type": "kinesis", "streamArn": create_stream(kinesis)}
+
+
+def delta_replication(tmp_path: Path, endpoint_url: str, source: str, lake: Lake, changes: bool | dict) -> Path:
     return write_config(tmp_path, {
         "source": side(endpoint_url, source, scanSegments=2),
-        "target": {"type": "delta", "path": str(tmp_path / "table"), "streamChanges": True},
+        "target": {"type": "delta", "path": lake.path, "streamChanges": changes, **lake.reach(endpoint_url)},
         "checkpointLocation": str(tmp_path / "checkpoint"),
         "appName": APP_NAME,
     })  # fmt: skip
 
 
-def merged_batches(path: Path) -> list[int]:
+def merged_batches(lake: Lake) -> list[int]:
     """The batch id (app transaction version) of each MERGE commit in the Delta log, oldest first."""
-    return [txn["version"] for c in log_commits(path) if c["operation"] == "MERGE" for txn in c["txn"]]
+    return [txn["version"] for c in lake.commits() if c["operation"] == "MERGE" for txn in c["txn"]]
 
 
 def next_merge(log: Path, seen: set[str], deadline: float) -> int:
@@ -92,11 +128,12 @@ def started(config: Path) -> tuple[subprocess.Popen, list[str]]:
     return job, lines
 
 
-def rerun_until_converged(dynamodb, config: Path, source: str, path: Path, checkpoint: Path) -> str:
-    """Run the job again until the Delta table equals the source and Spark committed every batch; Ctrl+C; its output."""
+def rerun_until_converged(dynamodb, config: Path, source: str, lake: Lake, checkpoint: Path) -> str:
+    """Run the job again until the Delta table equals the source and Spark committed every batch; Ctrl+C; its output.
+    (Equal also means no key has two rows: `delta_items` asserts it.)"""
     job, lines = started(config)
     deadline = time.monotonic() + SECONDS
-    while not (same_items(scan_all(dynamodb, source), delta_items(path)) and committed(checkpoint)):
+    while not (same_items(scan_all(dynamodb, source), lake.items()) and committed(checkpoint)):
         assert time.monotonic() < deadline and job.poll() is None, "the rerun did not converge:\n" + "".join(lines[-60:])
         time.sleep(0.5)
     os.killpg(job.pid, signal.SIGINT)
@@ -104,27 +141,31 @@ def rerun_until_converged(dynamodb, config: Path, source: str, path: Path, check
     return "".join(lines)
 
 
-def assert_each_batch_merged_once(path: Path) -> list[int]:
-    batches = merged_batches(path)
+def assert_each_batch_merged_once(lake: Lake) -> list[int]:
+    batches = merged_batches(lake)
     assert batches == sorted(set(batches)), f"a batch was merged twice: {batches}"
     return batches
 
 
-def replicating_30_items(dynamodb, endpoint_url: str, tmp_path: Path, source: str):
-    """A source table of 30 items and a job started replicating it into a Delta table: (config, table path,
-    checkpoint, job, its output lines)."""
+def replicating_30_items(dynamodb, endpoint_url: str, tmp_path: Path, source: str, lake: Lake, changes: bool | dict):
+    """A source table of 30 items and a job started replicating it into a Delta table: (config, checkpoint, job,
+    its output lines)."""
     create_sample_table(dynamodb, source)
     put_items(dynamodb, source, make_items(30))
-    config = delta_replication(tmp_path, endpoint_url, source)
+    config = delta_replication(tmp_path, endpoint_url, source, lake, changes)
     job, lines = started(config)
-    return config, tmp_path / "table", tmp_path / "checkpoint", job, lines
+    return config, tmp_path / "checkpoint", job, lines
 
 
+@pytest.mark.parametrize("changes", ["dynamodb-streams", "kinesis"])
 def test_kill_9_between_a_batch_delta_commit_and_spark_commit_then_rerun_merges_it_once(
-    dynamodb, endpoint_url, table_name, tmp_path
+    dynamodb, kinesis, endpoint_url, table_name, tmp_path, changes
 ):
-    source = table_name("delta-kill-window")
-    config, path, checkpoint, job, lines = replicating_30_items(dynamodb, endpoint_url, tmp_path, source)
+    source, lake = table_name("delta-kill-window"), local_lake(tmp_path)  # the log watched as files
+    path = Path(lake.path)
+    config, checkpoint, job, lines = replicating_30_items(
+        dynamodb, endpoint_url, tmp_path, source, lake, stream_changes(changes, kinesis)
+    )
 
     def change(attempt: int) -> None:  # one update per attempt, a delete every third
         item = make_item(attempt % 30)
@@ -135,27 +176,31 @@ def test_kill_9_between_a_batch_delta_commit_and_spark_commit_then_rerun_merges_
 
     held = kill_between_the_delta_and_the_spark_commit(job, path, checkpoint, change)
     job.wait(timeout=60)
-    assert held in merged_batches(path) and not (checkpoint / "commits" / str(held)).exists()
+    assert held in merged_batches(lake) and not (checkpoint / "commits" / str(held)).exists()
     put_items(dynamodb, source, make_items(3, start=500))  # while it is dead
 
-    output = rerun_until_converged(dynamodb, config, source, path, checkpoint)
+    output = rerun_until_converged(dynamodb, config, source, lake, checkpoint)
 
     assert f"batch {held} is in the Delta table already" in output, output[-4000:]
-    batches = assert_each_batch_merged_once(path)
+    batches = assert_each_batch_merged_once(lake)
     assert batches.count(held) == 1 and batches[-1] > held
     assert (checkpoint / "commits" / str(held)).exists()
 
 
+@pytest.mark.parametrize("changes, where", [("dynamodb-streams", "local"), ("kinesis", "emulator-s3")])
 def test_kill_9_at_any_point_mid_replication_then_rerun_converges_with_each_batch_once(
-    dynamodb, endpoint_url, table_name, tmp_path
+    dynamodb, kinesis, s3, endpoint_url, table_name, tmp_path, changes, where
 ):
     source = table_name("delta-kill-any")
-    config, path, checkpoint, job, lines = replicating_30_items(dynamodb, endpoint_url, tmp_path, source)
+    lake = local_lake(tmp_path) if where == "local" else s3_lake(s3, endpoint_url)
+    config, checkpoint, job, lines = replicating_30_items(
+        dynamodb, endpoint_url, tmp_path, source, lake, stream_changes(changes, kinesis)
+    )
     writer = Writer(dynamodb, source, seed=13)
     writer.start()
     try:
         deadline = time.monotonic() + SECONDS
-        while len(merged_batches(path)) < 3:  # mid-replication: batches merged, changes still arriving
+        while len(merged_batches(lake)) < 3:  # mid-replication: batches merged, changes still arriving
             assert time.monotonic() < deadline and job.poll() is None, "no merges:\n" + "".join(lines[-60:])
             time.sleep(0.1)
         os.killpg(job.pid, signal.SIGKILL)
@@ -166,6 +211,6 @@ def test_kill_9_at_any_point_mid_replication_then_rerun_converges_with_each_batc
     for _ in range(50):  # and more while it is dead
         writer.write_once()
 
-    rerun_until_converged(dynamodb, config, source, path, checkpoint)
+    rerun_until_converged(dynamodb, config, source, lake, checkpoint)
 
-    assert_each_batch_merged_once(path)
+    assert_each_batch_merged_once(lake)

@@ -270,3 +270,27 @@ def test_kinesis_into_delta_says_it_would_enable_the_streaming_destination_and_w
         "; merged into the Delta table, one commit per batch" in result.stdout, result.stdout
     assert dynamodb.describe_kinesis_streaming_destination(TableName=source)["KinesisDataStreamDestinations"] == []
     assert not (tmp_path / "table").exists() and not (tmp_path / "checkpoint").exists()
+
+
+def test_changes_only_into_delta_says_no_snapshot_and_an_empty_table_and_writes_nothing(
+    dynamodb, endpoint_url, table_name, tmp_path
+):
+    source = table_name("dry-delta-changes-only")
+    create_sample_table(dynamodb, source)
+    put_items(dynamodb, source, make_items(5))
+    config = write_config(tmp_path, {
+        "source": side(endpoint_url, source),
+        "target": {"type": "delta", "path": str(tmp_path / "table"), "streamChanges": True,
+                   "skipInitialSnapshotTransfer": True},
+        "checkpointLocation": str(tmp_path / "checkpoint"),
+    })  # fmt: skip
+
+    result = dry_run(config, tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert "no snapshot (target.skipInitialSnapshotTransfer): changes only" in result.stdout, result.stdout
+    assert f"{tmp_path / 'table'}: would create an empty Delta table with columns pk, sk, _item" in result.stdout
+    assert "segment" not in result.stdout
+    assert "merged into the Delta table, one commit per batch" in result.stdout
+    assert not (tmp_path / "table").exists() and not (tmp_path / "checkpoint").exists()
+    assert "StreamSpecification" not in dynamodb.describe_table(TableName=source)["Table"]

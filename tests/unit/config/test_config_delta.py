@@ -101,13 +101,46 @@ def test_a_kinesis_stream_in_another_region_than_the_source_is_refused_into_delt
 
 
 @pytest.mark.parametrize("changes", [True, KINESIS], ids=["dynamodb-streams", "kinesis"])
-def test_restart_on_an_invalid_checkpoint_with_a_delta_target_is_refused_at_load(changes):
+def test_restart_on_an_invalid_checkpoint_with_a_delta_target_loads(changes):
     document = copy.deepcopy(BASE)
     document["target"]["streamChanges"] = changes
     document["invalidCheckpointBehavior"] = "restart"
 
-    with pytest.raises(UnsupportedFeature, match="^invalidCheckpointBehavior: restart \\(copying the table again\\) with a Delta target"):
+    assert parse_config(yaml.safe_dump(document), FILE).config.invalid_checkpoint_behavior == "restart"
+
+
+def test_restart_with_changes_only_into_delta_is_refused_at_load():
+    document = copy.deepcopy(BASE)
+    document["target"].update(streamChanges=True, skipInitialSnapshotTransfer=True)
+    document["invalidCheckpointBehavior"] = "restart"
+
+    with pytest.raises(UnsupportedFeature, match="^invalidCheckpointBehavior: restart with skipInitialSnapshotTransfer into a Delta target"):
         parse_config(yaml.safe_dump(document), FILE)
+
+
+@pytest.mark.parametrize("changes", [True, KINESIS], ids=["dynamodb-streams", "kinesis"])
+def test_changes_only_into_delta_loads_with_either_stream(changes):
+    config = parse_config(text(streamChanges=changes, skipInitialSnapshotTransfer=True), FILE).config
+
+    assert config.writes_delta and config.replicates and config.target.skip_initial_snapshot_transfer
+
+
+def test_skipping_the_snapshot_without_stream_changes_is_refused_as_a_run_that_writes_nothing():
+    message = refusal(ConfigError, skipInitialSnapshotTransfer=True)
+
+    assert "delta.yaml: target.skipInitialSnapshotTransfer: skips the snapshot to replicate changes only" in message
+    assert "set streamChanges" in message and "\n" not in message
+
+
+def test_skipping_the_snapshot_of_an_export_source_is_refused_as_meaningless():
+    document = copy.deepcopy(BASE)
+    document["source"] = {"type": "dynamodb-s3-export", "bucket": "b", "manifestKey": "AWSDynamoDB/x/manifest-summary.json",
+                          "streamSource": {"type": "dynamodb", "table": "Orders", "region": "us-east-1"}}  # fmt: skip
+    document["target"].update(streamChanges=True, skipInitialSnapshotTransfer=True)
+
+    with pytest.raises(ConfigError, match="target.skipInitialSnapshotTransfer: an S3 export source is imported, not copied") as caught:
+        parse_config(yaml.safe_dump(document), FILE)
+    assert caught.value.exit_code == 2
 
 
 def test_an_export_source_into_delta_loads():
