@@ -7,7 +7,7 @@ On the executors each partition's records become the rows a replicated batch bec
 (`migrator.target.delta_changes`: the image, or the key with the delete flag), staged as one Parquet
 file per task beside the table (`migrator.target.delta_staging`); the tasks return only the files'
 names. The driver streams the files it was returned into one MERGE (`migrator.target.delta.merge_stream_once`),
-so its memory does not grow with the export, committed with the application transaction
+never collecting the rows through Spark, committed with the application transaction
 (`<savepoint name>-changes`, version 0). The savepoint name holds a hash of the export's ARN and the
 table, so the id names this export into this table: a run that died after the MERGE but before the
 savepoint was saved finds it in the table, and the export is neither read nor merged again.
@@ -36,13 +36,13 @@ from migrator.snapshot.savepoints import UnitLedger
 from migrator.target.delta import DeltaLocation, merge_stream_once
 from migrator.target.delta_changes import change_batch, change_schema
 from migrator.target.delta_rows import DeltaLayout, RowCounts
-from migrator.target.delta_staging import StagedFile, StagingArea, new_staging, stage, staged_rows
+from migrator.target.delta_staging import ROW_GROUP_ROWS, StagedFile, StagingArea, new_staging, stage, staged_rows
 from migrator.task_boundary import errors_returned
 
 log = logging.getLogger(__name__)
 
 CHANGES_VERSION = 0  # an export is merged once: its app id's one version
-BATCH_KEYS = 10_000  # keys made into rows at a time on an executor: its memory holds one batch, not the partition
+BATCH_KEYS = ROW_GROUP_ROWS  # keys made into rows at a time on an executor: its memory holds one batch, not the partition
 
 
 @dataclass(frozen=True)

@@ -212,8 +212,8 @@ def merge_once(location: DeltaLocation, layout: DeltaLayout, app_id: str, versio
 def merge_stream_once(
     location: DeltaLocation, layout: DeltaLayout, app_id: str, version: int, changes: pa.RecordBatchReader
 ) -> bool:
-    """`merge_once` with the changes as a stream of batches, read once as the MERGE runs: memory does not
-    grow with their count. The caller knows the stream holds a row (an empty stream would commit an empty MERGE)."""
+    """`merge_once` with the changes as a stream of batches, read once as the MERGE runs, never held whole in
+    Python. The caller knows the stream holds a row (an empty stream would commit an empty MERGE)."""
     table = location.open()
     if _applied(location, table, app_id, version):
         return False

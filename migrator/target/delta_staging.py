@@ -2,8 +2,8 @@
 
 An incremental export can change millions of keys: its MERGE rows are written by the executors,
 each task its own file, into `<target.path>/_migrator_staging/<app id>/<run id>/`, and the driver
-reads them back as one stream of record batches for the MERGE (`merge_once`), so its memory does not
-grow with the export. Delta readers, and delta-rs's VACUUM, ignore folders whose name starts with `_`:
+reads them back as one stream of record batches for the MERGE (`merge_stream_once`) instead of
+collecting them through Spark (docs/benchmarks.md has the driver's memory before and after). Delta readers, and delta-rs's VACUUM, ignore folders whose name starts with `_`:
 the staged files are never part of the table.
 
 The files are reached through delta-rs's own object store (`DeltaStorageHandler`), with the table's
@@ -34,7 +34,9 @@ from migrator.errors import MigratorError
 from migrator.target.delta import DeltaLocation
 
 STAGING_FOLDER = "_migrator_staging"  # `_`-prefixed: not a Delta table folder, skipped by readers and VACUUM
-READ_BATCH_ROWS = 8_192  # rows per batch handed to the MERGE: memory on the driver is a few batches
+# Rows per row group written, and per batch read back for the MERGE: a batch then is a whole row group,
+# never a slice that would keep a larger decoded buffer alive while delta-rs holds the batch.
+ROW_GROUP_ROWS = 10_000
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,7 @@ def stage(area: StagingArea, name: str, schema: pa.Schema, batches: Iterable[pa.
     try:
         with area.filesystem().open_output_stream(path) as sink, pq.ParquetWriter(sink, schema) as writer:
             for batch in itertools.chain([first], batches):
-                writer.write_batch(batch)
+                writer.write_batch(batch, row_group_size=ROW_GROUP_ROWS)
                 rows += batch.num_rows
     except (DeltaError, OSError) as exc:
         error = MigratorError(f"staging MERGE rows at {area.uri()}/{name} failed ({type(exc).__name__}: {exc})")
@@ -92,5 +94,6 @@ def stage(area: StagingArea, name: str, schema: pa.Schema, batches: Iterable[pa.
 def staged_rows(area: StagingArea, files: list[StagedFile], schema: pa.Schema) -> pa.RecordBatchReader:
     """The staged files, only those listed, as one stream of batches (on the driver): read as the MERGE consumes it."""
     dataset = ds.dataset([file.path for file in files], schema=schema, format="parquet", filesystem=area.filesystem())
-    # one file and a few batches in flight at a time: the point of staging is a bounded driver
-    return dataset.scanner(batch_size=READ_BATCH_ROWS, batch_readahead=2, fragment_readahead=1).to_reader()
+    # One file and a few batches in flight at a time. The scanner reads on pyarrow's IO threads: delta-rs pulls
+    # the stream from its own async runtime, where a read through DeltaStorageHandler would panic.
+    return dataset.scanner(batch_size=ROW_GROUP_ROWS, batch_readahead=2, fragment_readahead=1).to_reader()
