@@ -520,12 +520,13 @@ class Job:
         self.forked: set[tuple[int, int]] = set()
         self._stop = threading.Event()
 
-    def run(self, command: list[str]) -> int:
-        """Run the job to its end and return its exit code; on an error or Ctrl+C, kill all of it."""
+    def run(self, command: list[str], cwd: Path = REPO) -> int:
+        """Run the job to its end and return its exit code; on an error or Ctrl+C, kill all of it. The
+        Python workers import `migrator` from `cwd` first (their sys.path starts with it)."""
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
                "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
         with open(self.log_path, "wb") as log:  # spark-submit relays the Python driver's output too
-            self.proc = subprocess.Popen(command, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=log,
+            self.proc = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=log,
                                          stderr=subprocess.STDOUT, start_new_session=True)
         sampler = threading.Thread(target=self._sample_until_stopped, daemon=True)
         sampler.start()

@@ -42,7 +42,9 @@ it has no capacity for item by item. ``counts["throttled"]`` counts those answer
 
 ``hold_next("BatchWriteItem")`` parks the next such request (with ``containing=b"..."``: the next
 one whose body holds those bytes): neither forwarded nor answered until ``release_held()``, which
-then hangs up; ``cancel_hold()`` forgets a hold no request has met yet. A test can kill a job
+then hangs up; ``cancel_hold()`` forgets a hold no request has met yet. ``hold_next_path(("GET",), b"_staging")``
+does the same for the next request without an X-Amz-Target (S3) whose method is one of those and whose path
+holds the text. A test can kill a job
 while its write is in flight (the returned event says when), and the write never lands.
 
 Everything else is forwarded verbatim and the response relayed. With ``record=True``
@@ -137,6 +139,8 @@ class FaultProxy(LoopbackService):
         self._recorded: list[tuple] = []
         self._hold_operation: str | None = None
         self._hold_containing: bytes | None = None
+        self._hold_methods: tuple[str, ...] = ()
+        self._hold_path: str | None = None
         self._held = threading.Event()
         self._released = threading.Event()
         self._throttle_operation: str | None = None
@@ -178,6 +182,15 @@ class FaultProxy(LoopbackService):
             self._released.clear()
         return self._held
 
+    def hold_next_path(self, methods: tuple[str, ...], path_containing: str) -> threading.Event:
+        """Park the next S3 request (no X-Amz-Target) of one of `methods` whose path holds `path_containing`."""
+        with self._lock:
+            self._hold_methods = methods
+            self._hold_path = path_containing
+            self._held.clear()
+            self._released.clear()
+        return self._held
+
     def release_held(self) -> None:
         """Hang up on the parked request, if any, without forwarding it."""
         self._released.set()
@@ -186,6 +199,7 @@ class FaultProxy(LoopbackService):
         """Forget a hold_next() no request matched yet: the next such request is forwarded."""
         with self._lock:
             self._hold_operation = None
+            self._hold_path = None
 
     def throttle(self, operation: str, seconds: float, answer: str = "error") -> None:
         """Answer every request of `operation` with ProvisionedThroughputExceededException (or, for
@@ -216,17 +230,23 @@ class FaultProxy(LoopbackService):
 
     # -- called from handler threads -------------------------------------
 
-    def park_if_held(self, target: str | None, body: bytes = b"") -> bool:
+    def park_if_held(self, target: str | None, body: bytes = b"", method: str = "", path: str = "") -> bool:
         """Whether this request was the one to hold; if so, returns only once released."""
         with self._lock:
-            if not target or self._hold_operation != target.rpartition(".")[2]:
+            if self._holds_path(target, method, path):
+                self._hold_path = None
+            elif not target or self._hold_operation != target.rpartition(".")[2]:
                 return False
-            if self._hold_containing is not None and self._hold_containing not in body:
+            elif self._hold_containing is not None and self._hold_containing not in body:
                 return False
-            self._hold_operation = None
+            else:
+                self._hold_operation = None
         self._held.set()
         self._released.wait()
         return True
+
+    def _holds_path(self, target: str | None, method: str, path: str) -> bool:
+        return not target and self._hold_path is not None and method in self._hold_methods and self._hold_path in path
 
     def choose_fault(self, target: str | None) -> str | None:
         """The fault to inject for a request with this X-Amz-Target, or None."""
@@ -258,7 +278,7 @@ class _Handler(KeepAliveHandler):
         proxy = self.server.service
         arrived = proxy.now()
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        if proxy.park_if_held(self.headers.get("X-Amz-Target"), body):
+        if proxy.park_if_held(self.headers.get("X-Amz-Target"), body, self.command, self.path):
             self.close_connection = True  # released: hang up, the request never went upstream
             return
         fault = proxy.choose_fault(self.headers.get("X-Amz-Target"))
@@ -306,10 +326,12 @@ class _Handler(KeepAliveHandler):
 
     def reply(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
         self.send_response_only(status)
+        relayed_length = self.command == "HEAD"  # a HEAD's answer has no body: its length is the object's
         for name, value in headers:
-            if name.lower() not in _HOP_BY_HOP and name.lower() != "content-length":
+            if name.lower() not in _HOP_BY_HOP and (relayed_length or name.lower() != "content-length"):
                 self.send_header(name, value)
-        self.send_header("Content-Length", str(len(body)))
+        if not relayed_length:
+            self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)

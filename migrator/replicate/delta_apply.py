@@ -2,10 +2,12 @@
 
 The executors collapse each partition's changes as for a DynamoDB target (`migrator.replicate.apply`),
 but return each key's final state as rows (`migrator.target.delta_changes`) instead of writing it.
-The driver gathers the batch's rows (a batch is bounded by the stream's batch size) and applies
-them as ONE Delta MERGE by key, committed with an application transaction: app id the
-replication's appName (`<appName>-restart-<n>` after the n-th restart, `migrator.target.delta_restart`),
-version Spark's batch id (`migrator.target.delta.merge_once`). A batch
+The driver gathers the batch's rows (a batch is bounded by the stream's batch size, so they are not
+staged in the object store as an incremental export's are, `migrator.target.delta_staging`: that would
+add a write and a read to every batch's lag) and applies them as ONE Delta MERGE by key, committed
+with an application transaction: app id the replication's appName (`<appName>-restart-<n>` after
+the n-th restart, `migrator.target.delta_restart`), version Spark's batch id
+(`migrator.target.delta.merge_once`). A batch
 replayed after a crash between the Delta commit and Spark's checkpoint commit finds its version
 in the table and is not applied twice.
 """

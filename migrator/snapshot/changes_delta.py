@@ -2,9 +2,12 @@
 
 Every file is read and reduced to each key's newest record as for a DynamoDB target
 (`export_import.newest_records`, `migrator.export.incremental.newer`), so a damaged file merges
-nothing. On the executors each partition's records become the rows a replicated batch becomes
-(`migrator.target.delta_changes`: the image, or the key with the delete flag); the driver merges
-them as one commit (`migrator.target.delta.merge_once`) tagged with the application transaction
+nothing. The reduce puts each key in exactly one partition, once: the MERGE never sees a key twice.
+On the executors each partition's records become the rows a replicated batch becomes
+(`migrator.target.delta_changes`: the image, or the key with the delete flag), staged as one Parquet
+file per task beside the table (`migrator.target.delta_staging`); the tasks return only the files'
+names. The driver streams the files it was returned into one MERGE (`migrator.target.delta.merge_stream_once`),
+never collecting the rows through Spark, committed with the application transaction
 (`<savepoint name>-changes`, version 0). The savepoint name holds a hash of the export's ARN and the
 table, so the id names this export into this table: a run that died after the MERGE but before the
 savepoint was saved finds it in the table, and the export is neither read nor merged again.
@@ -12,12 +15,14 @@ savepoint was saved finds it in the table, and the export is neither read nor me
 
 from __future__ import annotations
 
+import itertools
 import logging
 from dataclasses import dataclass
 from functools import partial
 from typing import Iterable, Iterator
 
 import pyarrow as pa
+from pyspark import TaskContext
 from pyspark.sql import SparkSession
 
 from migrator.errors import MigratorError
@@ -28,25 +33,36 @@ from migrator.snapshot.export_import import newest_records
 from migrator.snapshot.progress import ImportSummary
 from migrator.snapshot.runner import run_action
 from migrator.snapshot.savepoints import UnitLedger
-from migrator.target.delta import DeltaLocation, merge_once
+from migrator.target.delta import DeltaLocation, merge_stream_once
 from migrator.target.delta_changes import change_batch, change_schema
 from migrator.target.delta_rows import DeltaLayout, RowCounts
+from migrator.target.delta_staging import ROW_GROUP_ROWS, StagedFile, StagingArea, new_staging, stage, staged_rows
 from migrator.task_boundary import errors_returned
 
 log = logging.getLogger(__name__)
 
 CHANGES_VERSION = 0  # an export is merged once: its app id's one version
+BATCH_KEYS = ROW_GROUP_ROWS  # keys made into rows at a time on an executor: its memory holds one batch, not the partition
 
 
 @dataclass(frozen=True)
 class ChangeRows:
-    """One partition's newest records as MERGE rows, or the error that kept them from being made."""
+    """One partition's newest records as a staged file of MERGE rows (None: no record), or the error that kept them
+    from being staged."""
 
-    rows: pa.RecordBatch | None
+    staged: StagedFile | None
     puts: int = 0
     deletes: int = 0
     unfit_values: int = 0
     error: MigratorError | None = None
+
+
+@dataclass
+class ChangeCounts:
+    """What a partition's rows hold, counted as they are made."""
+
+    rows: RowCounts
+    deletes: int = 0
 
 
 @dataclass(frozen=True)
@@ -69,18 +85,25 @@ def merge_incremental(
                  target.app_id)  # fmt: skip
         summary.files_imported = len(files)
     else:
-        rows = _rows(spark, target, files, summary)
-        log.info("import: %d records read from %d files; merging the newest record of each key (%d) into %s as one commit",
-                 summary.items_read, len(files), rows.num_rows, target.location.uri)  # fmt: skip
-        merge_once(target.location, target.layout, target.app_id, CHANGES_VERSION, rows)
+        staging = new_staging(target.location, target.app_id)
+        staged = _stage(spark, target, staging, files, summary)
+        rows = sum(file.rows for file in staged)
+        log.info("import: %d records read from %d files; merging the newest record of each key (%d, staged in %d "
+                 "files under %s) into %s as one commit", summary.items_read, len(files), rows, len(staged),
+                 staging.uri(), target.location.uri)  # fmt: skip
+        if rows:
+            changes = staged_rows(staging, staged, change_schema(target.layout))
+            merge_stream_once(target.location, target.layout, target.app_id, CHANGES_VERSION, changes)
         summary.files_imported = len(files)
     ledger.record_all([file.file_key for file in files])
 
 
-def _rows(spark: SparkSession, target: DeltaChanges, files: list[FileTask], summary: ImportSummary) -> pa.Table:
-    """Every file read, each key's newest record as a MERGE row; the counts go to the summary."""
+def _stage(
+    spark: SparkSession, target: DeltaChanges, staging: StagingArea, files: list[FileTask], summary: ImportSummary
+) -> list[StagedFile]:
+    """Every file read, each key's newest record staged as a MERGE row; the staged files listed, the counts to the summary."""
     with newest_records(spark, files, spark.sparkContext.defaultParallelism, summary) as records:
-        parts = run_action(spark, records.mapPartitions(partial(change_rows, target)).collect, "import")
+        parts = run_action(spark, records.mapPartitions(partial(change_rows, target, staging)).collect, "import")
     for part in parts:
         if part.error is not None:
             raise part.error
@@ -89,23 +112,35 @@ def _rows(spark: SparkSession, target: DeltaChanges, files: list[FileTask], summ
     unfit = sum(part.unfit_values for part in parts)
     if unfit:
         log.warning("import: %d values do not fit their target.columns type: left null there, kept in _item", unfit)
-    return pa.Table.from_batches([part.rows for part in parts], schema=change_schema(target.layout))
+    return [part.staged for part in parts if part.staged is not None]
 
 
-def change_rows(target: DeltaChanges, records: Iterable[IncrementalRecord]) -> Iterator[ChangeRows]:
-    """A partition's records, renamed as the table names attributes, as one batch of MERGE rows (on an executor)."""
-    renames = dict(target.renames)
-    counts = RowCounts()
-    batch, deletes = None, 0
-    with errors_returned("making the Delta rows of incremental changes") as caught:
-        table_keys = sorted(name for name, _ in target.layout.keys)
-        states = [_state(record, target, renames, table_keys) for record in records]
-        batch = change_batch(states, target.layout, counts)
-        deletes = sum(image is None for _, image in states)
+def change_rows(target: DeltaChanges, staging: StagingArea, records: Iterable[IncrementalRecord]) -> Iterator[ChangeRows]:
+    """A partition's records, renamed as the table names attributes, staged as one file of MERGE rows (on an executor).
+
+    The file is named by the partition and the task's attempt: an attempt that failed or lost a race to a
+    speculative copy wrote its own file, which the driver never lists (only what succeeded is collected)."""
+    task = TaskContext.get()
+    name = f"part-{task.partitionId():05d}-attempt-{task.attemptNumber()}.parquet"
+    counts = ChangeCounts(RowCounts())
+    staged = None
+    with errors_returned("staging the Delta rows of incremental changes") as caught:
+        staged = stage(staging, name, change_schema(target.layout), change_batches(target, records, counts))
     yield ChangeRows(
-        rows=batch if caught.error is None else None, puts=counts.items - deletes, deletes=deletes,
-        unfit_values=counts.unfit_values, error=caught.error,
+        staged=staged if caught.error is None else None, puts=counts.rows.items - counts.deletes,
+        deletes=counts.deletes, unfit_values=counts.rows.unfit_values, error=caught.error,
     )  # fmt: skip
+
+
+def change_batches(target: DeltaChanges, records: Iterable[IncrementalRecord], counts: ChangeCounts) -> Iterator[pa.RecordBatch]:
+    """The records as MERGE rows, `BATCH_KEYS` at a time, counted into `counts` as they are made."""
+    renames = dict(target.renames)
+    table_keys = sorted(name for name, _ in target.layout.keys)
+    records = iter(records)
+    while chunk := list(itertools.islice(records, BATCH_KEYS)):
+        states = [_state(record, target, renames, table_keys) for record in chunk]
+        counts.deletes += sum(image is None for _, image in states)
+        yield change_batch(states, target.layout, counts.rows)
 
 
 def _state(

@@ -201,9 +201,29 @@ def merge_once(location: DeltaLocation, layout: DeltaLayout, app_id: str, versio
     version than `version` raises DeltaTargetError: the checkpoint is behind the table.
     """
     table = location.open()
-    applied = table.transaction_version(app_id)
-    if applied == version:
+    if _applied(location, table, app_id, version):
         return False
+    if changes.num_rows == 0:
+        return True
+    _merge(table, layout, app_id, version, changes)
+    return True
+
+
+def merge_stream_once(
+    location: DeltaLocation, layout: DeltaLayout, app_id: str, version: int, changes: pa.RecordBatchReader
+) -> bool:
+    """`merge_once` with the changes as a stream of batches, read once as the MERGE runs, never held whole in
+    Python. The caller knows the stream holds a row (an empty stream would commit an empty MERGE)."""
+    table = location.open()
+    if _applied(location, table, app_id, version):
+        return False
+    _merge(table, layout, app_id, version, changes)
+    return True
+
+
+def _applied(location: DeltaLocation, table: DeltaTable, app_id: str, version: int) -> bool:
+    """True when the table holds `version` of `app_id`; a later version is refused (the checkpoint is behind)."""
+    applied = table.transaction_version(app_id)
     if applied is not None and applied > version:
         raise DeltaTargetError(
             location.uri,
@@ -211,13 +231,19 @@ def merge_once(location: DeltaLocation, layout: DeltaLayout, app_id: str, versio
             "deleted, or belongs to another replication; nothing was written: restore the checkpoint, or start "
             "over into a new target.path (or give this replication its own appName)",
         )
-    if changes.num_rows == 0:
-        return True
+    return applied == version
+
+
+def _merge(
+    table: DeltaTable, layout: DeltaLayout, app_id: str, version: int, changes: pa.Table | pa.RecordBatchReader
+) -> None:
+    """One MERGE by key: deleted rows removed, matched rows updated, the rest inserted; one commit with the txn.
+    streamed_exec: delta-rs reads the source once as it runs, instead of holding it to prune the target by its stats."""
     deleted = f"source.{_quoted(DELETED_COLUMN)}"
     values = {_quoted(name): f"source.{_quoted(name)}" for name in layout.column_names}
     (
         table.merge(
-            changes, predicate=_same_key(layout), source_alias="source", target_alias="target",
+            changes, predicate=_same_key(layout), source_alias="source", target_alias="target", streamed_exec=True,
             commit_properties=CommitProperties(app_transactions=[Transaction(app_id, version)]),
         )  # fmt: skip
         .when_matched_delete(predicate=deleted)
@@ -225,7 +251,6 @@ def merge_once(location: DeltaLocation, layout: DeltaLayout, app_id: str, versio
         .when_not_matched_insert(updates=values, predicate=f"NOT {deleted}")
         .execute()
     )
-    return True
 
 
 def _same_key(layout: DeltaLayout) -> str:

@@ -10,15 +10,20 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
 from migrator.items import from_dynamodb_json
 from migrator.validate.compare import items_equal
+from testsupport.endpoint import TEST_ACCESS_KEY, TEST_REGION, TEST_SECRET_KEY, reaching
 from testsupport.export_imports import export_source
+from testsupport.faultproxy import FaultProxy
 from testsupport.jobs import assert_one_clear_line, run_in_process, run_job, start_job, wait_for_output, write_config
 from testsupport.s3_exports import DYNAMODB_JSON, ION, Change, DataFileSpec, create_bucket, full_lines, incremental_lines, write_export
 
@@ -195,3 +200,127 @@ def test_an_incremental_export_with_other_keys_than_the_table_is_refused(s3, end
                                    "nothing was written"])  # fmt: skip
     assert log_commits(path) == commits_before
     assert sorted((tmp_path / "savepoints").iterdir()) == savepoints_before
+
+
+# ---- the MERGE's rows staged beside the table, on the emulator's S3 ----
+
+CHANGED_KEYS = 6  # FIRST's distinct keys: each one row of the MERGE, whatever its record count
+
+
+def s3_lake(s3, endpoint_url: str) -> tuple[str, str, dict]:
+    bucket = create_bucket(s3)
+    return bucket, f"s3://{bucket}/lake", s3_options(endpoint_url)
+
+
+def s3_import_config(tmp_path: Path, endpoint_url: str, export, uri: str, name: str, target_url: str | None = None) -> Path:
+    return write_config(tmp_path, {
+        "source": export_source(endpoint_url, export.bucket, export.summary_key),
+        "target": {"type": "delta", "path": uri, **reaching(target_url or endpoint_url)},
+        "savepoints": {"path": str(tmp_path / "savepoints")},
+    }, name=name)  # fmt: skip
+
+
+def s3_options(endpoint_url: str) -> dict[str, str]:
+    return {"AWS_ENDPOINT_URL": endpoint_url, "AWS_REGION": TEST_REGION, "AWS_ALLOW_HTTP": "true",
+            "AWS_ACCESS_KEY_ID": TEST_ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": TEST_SECRET_KEY}  # fmt: skip
+
+
+def keys_under(s3, bucket: str, prefix: str) -> list[str]:
+    pages = s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+    return sorted(entry["Key"] for page in pages for entry in page.get("Contents", []))
+
+
+def s3_merges(s3, bucket: str) -> list[dict]:
+    """The table's MERGE commits: application transactions and operation metrics."""
+    found = []
+    for key in keys_under(s3, bucket, "lake/_delta_log/"):
+        if key.endswith(".json"):
+            text = s3.get_object(Bucket=bucket, Key=key)["Body"].read().decode()
+            actions = [json.loads(line) for line in text.splitlines() if line.strip()]
+            info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
+            if info["operation"] == "MERGE":
+                found.append({"txn": [a["txn"] for a in actions if "txn" in a], "metrics": info["operationMetrics"]})
+    return found
+
+
+def s3_converged(expected: list[dict], uri: str, options: dict) -> None:
+    found = [json.loads(text) for text in DeltaTable(uri, storage_options=options).to_pyarrow_table().column("_item").to_pylist()]
+    keys = [(item["pk"]["S"], item["sk"]["N"]) for item in found]
+    assert len(keys) == len(set(keys)), f"a key is in the table twice: {sorted(keys)}"
+    by_key = dict(zip(keys, found))
+    assert set(by_key) == {(item["pk"]["S"], item["sk"]["N"]) for item in expected}
+    for item in expected:
+        copied = by_key[(item["pk"]["S"], item["sk"]["N"])]
+        assert copied == item and items_equal(from_dynamodb_json(item), from_dynamodb_json(copied))
+
+
+def staged_runs(s3, bucket: str, app_id: str) -> dict[str, list[str]]:
+    """Each run's staging folder under the app id: the names of its files."""
+    runs: dict[str, list[str]] = {}
+    for key in keys_under(s3, bucket, f"lake/_migrator_staging/{app_id}/"):
+        run, _, name = key.removeprefix(f"lake/_migrator_staging/{app_id}/").partition("/")
+        runs.setdefault(run, []).append(name)
+    return runs
+
+
+def staged_keys(s3, bucket: str, app_id: str, run: str) -> list[str]:
+    keys = []
+    for key in keys_under(s3, bucket, f"lake/_migrator_staging/{app_id}/{run}/"):
+        data = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+        keys += pq.read_table(pa.BufferReader(data)).column("pk").to_pylist()
+    return keys
+
+
+def test_an_incremental_export_on_s3_is_staged_beside_the_table_and_merged_once(s3, endpoint_url, spark, tmp_path):
+    bucket, uri, options = s3_lake(s3, endpoint_url)
+    run_in_process(s3_import_config(tmp_path, endpoint_url, full_export(s3, bucket, DYNAMODB_JSON), uri, "full.yaml"), spark)
+    first = incremental_export(s3, bucket, FIRST, DYNAMODB_JSON)
+
+    summary = run_in_process(s3_import_config(tmp_path, endpoint_url, first, uri, "first.yaml"), spark)
+
+    s3_converged(AFTER_FIRST, uri, options)
+    assert (summary.puts, summary.deletes) == (3, 3)
+    (merge,) = s3_merges(s3, bucket)
+    (txn,) = merge["txn"]
+    assert txn["appId"].endswith("-changes") and txn["version"] == 0
+    assert merge["metrics"]["num_source_rows"] == CHANGED_KEYS
+    ((run, names),) = staged_runs(s3, bucket, txn["appId"]).items()  # the staged files stay, one run's
+    assert names and all(re.fullmatch(r"part-\d{5}-attempt-0\.parquet", name) for name in names)
+    changed = {change.keys["pk"]["S"] for changes in FIRST for change in changes}
+    assert sorted(staged_keys(s3, bucket, txn["appId"], run)) == sorted(changed)  # each key once
+    table = DeltaTable(uri, storage_options=options)
+    assert not [path for path in table.file_uris() if "_migrator_staging" in path]
+    vacuumed = table.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=True)
+    assert vacuumed and not [path for path in vacuumed if "_migrator_staging" in path], "VACUUM would delete staged rows"
+
+
+def test_kill_9_between_staging_and_merge_on_s3_then_rerun_merges_only_its_own_rows(s3, endpoint_url, spark, tmp_path):
+    bucket, uri, options = s3_lake(s3, endpoint_url)
+    run_in_process(s3_import_config(tmp_path, endpoint_url, full_export(s3, bucket, DYNAMODB_JSON), uri, "full.yaml"), spark)
+    first = incremental_export(s3, bucket, FIRST, DYNAMODB_JSON)
+
+    with FaultProxy(endpoint_url, fault_rate=0.0) as proxy:  # the rerun reaches the table as the killed run did
+        config = s3_import_config(tmp_path, endpoint_url, first, uri, "first.yaml", target_url=proxy.endpoint_url)
+        held = proxy.hold_next_path(("GET", "HEAD"), "/_migrator_staging/")  # the MERGE reading the staged rows
+        job = start_job(config)
+        assert held.wait(timeout=180), "the MERGE never read the staged rows"
+        os.killpg(job.pid, signal.SIGKILL)
+        proxy.release_held()
+        job.communicate(timeout=60)
+
+        assert s3_merges(s3, bucket) == [], "the MERGE committed before the kill"
+        (app_id,) = keys_of_staging(s3, bucket)
+        (dead,) = staged_runs(s3, bucket, app_id)  # the dead run staged its rows
+        rerun = run_job(config)
+
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    s3_converged(AFTER_FIRST, uri, options)
+    (merge,) = s3_merges(s3, bucket)
+    assert merge["metrics"]["num_source_rows"] == CHANGED_KEYS, "the dead run's staged rows were merged too"
+    assert merge["txn"][0]["appId"] == app_id
+    assert set(staged_runs(s3, bucket, app_id)) > {dead}, "the rerun staged over the dead run's files"
+
+
+def keys_of_staging(s3, bucket: str) -> set[str]:
+    """The app ids with a staging folder."""
+    return {key.split("/")[2] for key in keys_under(s3, bucket, "lake/_migrator_staging/")}

@@ -24,7 +24,8 @@ from testsupport.iam import actions_of, granted, policy
 from testsupport.jobs import run_in_process, run_job, write_config
 from testsupport.kinesis_runs import create_stream, run, until_converged, write_changes
 from testsupport.planted import plant
-from testsupport.s3_exports import S3AccessLog, create_bucket, export_live_table
+from testsupport.s3_exports import DYNAMODB_JSON, Change, DataFileSpec, S3AccessLog, create_bucket, export_live_table
+from testsupport.s3_exports import incremental_lines, write_export
 from testsupport.sample_data import create_sample_table, make_items
 
 pytestmark = pytest.mark.integration
@@ -200,4 +201,24 @@ def test_snapshot_into_delta_on_s3(logs, dynamodb, s3, table_name, tmp_path):
 
     assert result.returncode == 0, result.stdout + result.stderr
     assert_matches(("table-source",), logs["source"])
+    assert_matches(("delta-target",), logs["target"])
+
+
+def test_incremental_export_into_delta_on_s3(logs, s3, tmp_path):
+    """The MERGE's rows staged beside the table (docs/delta.md, the staging folder) need no more than the table's
+    policy. Through spark-submit, as the snapshot into Delta above."""
+    export_bucket, lake_bucket = create_bucket(s3), create_bucket(s3, f"iam-delta-inc-{time.time_ns()}")
+    changes = [Change({"pk": {"S": f"k{n}"}, "sk": {"N": "1"}}, {"pk": {"S": f"k{n}"}, "sk": {"N": "1"}}, micros=n + 1)
+               for n in range(ITEMS)]  # fmt: skip
+    export = write_export(s3, export_bucket, [DataFileSpec(incremental_lines(changes, DYNAMODB_JSON))], incremental=True)
+    config = write_config(tmp_path, {
+        "source": export_source(logs["source"].endpoint_url, export.bucket, export.summary_key),
+        "target": {"type": "delta", "path": f"s3://{lake_bucket}/tables/orders", **reaching(logs["target"].endpoint_url)},
+    })  # fmt: skip
+
+    result = run_job(config)
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert any("/tables/orders/_migrator_staging/" in path for method, path, _ in logs["target"].requests if method == "PUT")
+    assert_matches(("export-import-source",), logs["source"])
     assert_matches(("delta-target",), logs["target"])
