@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, Schema, Transaction, write_deltalake
 from deltalake.exceptions import DeltaError
 
@@ -29,8 +30,9 @@ from migrator.aws import translated
 from migrator.config import DeltaTarget
 from migrator.connection import ClientSpec
 from migrator.errors import DeltaTargetError, MigratorError
+from migrator.items import Item
 from migrator.target.delta_changes import DELETED_COLUMN
-from migrator.target.delta_rows import DeltaLayout
+from migrator.target.delta_rows import ITEM_COLUMN, DeltaLayout, key_value
 
 TRANSACTION_VERSION = 0  # each segment (or data file) has its own app id, committed once: its one version
 
@@ -235,3 +237,52 @@ def _same_key(layout: DeltaLayout) -> str:
 def _quoted(name: str) -> str:
     """A column name in a delta-rs SQL expression, whatever characters it holds."""
     return "`" + name.replace("`", "``") + "`"
+
+
+# How many keys one read by key filters on: the filter's value lists stay small, and a recheck of many keys
+# reads the table a chunk at a time.
+KEYS_PER_READ = 1000
+
+
+def items_by_key(location: DeltaLocation, layout: DeltaLayout, keys: list[Item]) -> Iterator[Item]:
+    """The items the table holds now (its newest version) under `keys` (DynamoDB JSON, the table's attribute
+    names), parsed from `_item`; a key the table lacks yields nothing.
+
+    Only the rows of those keys are read: the table's files are filtered on the key columns (delta-rs gives
+    pyarrow each file's column statistics, so files that cannot hold a key are skipped), `KEYS_PER_READ`
+    keys at a time. The filter may let through a row of another key (each column is matched on its own):
+    the caller matches the items by key.
+    """
+    dataset = location.open().to_pyarrow_dataset()
+    for start in range(0, len(keys), KEYS_PER_READ):
+        matching = _key_filter(dataset.schema, layout, keys[start : start + KEYS_PER_READ])
+        if matching is None:
+            continue
+        for text in dataset.to_table(columns=[ITEM_COLUMN], filter=matching).column(0).to_pylist():
+            yield json.loads(text)
+
+
+def _key_filter(schema: pa.Schema, layout: DeltaLayout, keys: list[Item]) -> pc.Expression | None:
+    """Each key column among the keys' values; None when a column can hold none of them (no row matches)."""
+    matching = None
+    for name, _ in layout.keys:
+        values = _column_values(schema.field(name).type, [key[name] for key in keys])
+        if len(values) == 0:
+            return None
+        in_column = pc.field(name).isin(values)
+        matching = in_column if matching is None else matching & in_column
+    return matching
+
+
+def _column_values(column_type: pa.DataType, values: list[dict[str, Any]]) -> pa.Array:
+    """Key attributes (DynamoDB JSON) as values of their column, whatever its type (a number key may be a
+    string column or a decimal one): the one place a read by key turns a key into column values. A number
+    the column's type cannot hold exactly cannot be in the table, and is left out."""
+    converted = []
+    for value in {json.dumps(value, sort_keys=True): value for value in values}.values():
+        raw = key_value(value)
+        try:
+            converted.append(pa.array([raw], pa.binary() if isinstance(raw, bytes) else pa.string()).cast(column_type))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            continue
+    return pa.concat_arrays(converted) if converted else pa.array([], column_type)
