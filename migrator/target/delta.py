@@ -21,8 +21,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pyarrow as pa
-import pyarrow.compute as pc
-from deltalake import CommitProperties, DeltaTable, Schema, Transaction, write_deltalake
+from deltalake import CommitProperties, DeltaTable, QueryBuilder, Schema, Transaction, write_deltalake
 from deltalake.exceptions import DeltaError
 
 from migrator import aws
@@ -248,41 +247,54 @@ def items_by_key(location: DeltaLocation, layout: DeltaLayout, keys: list[Item])
     """The items the table holds now (its newest version) under `keys` (DynamoDB JSON, the table's attribute
     names), parsed from `_item`; a key the table lacks yields nothing.
 
-    Only the rows of those keys are read: the table's files are filtered on the key columns (delta-rs gives
-    pyarrow each file's column statistics, so files that cannot hold a key are skipped), `KEYS_PER_READ`
-    keys at a time. The filter may let through a row of another key (each column is matched on its own):
-    the caller matches the items by key.
+    Only the rows of those keys are read: a query of delta-rs's own engine filtering on the key columns
+    (`KEYS_PER_READ` keys at a time), which reads `_item` of the rows that match only. (pyarrow's dataset
+    filter fails on files of one table whose strings are typed differently, as delta-rs's own rewrites
+    write them.) The filter may let through a row of another key (each column is matched on its own): the
+    caller matches the items by key.
     """
-    dataset = location.open().to_pyarrow_dataset()
+    table = location.open()
+    schema = pa.schema(table.schema().to_arrow())
     for start in range(0, len(keys), KEYS_PER_READ):
-        matching = _key_filter(dataset.schema, layout, keys[start : start + KEYS_PER_READ])
+        matching = _key_filter(schema, layout, keys[start : start + KEYS_PER_READ])
         if matching is None:
             continue
-        for text in dataset.to_table(columns=[ITEM_COLUMN], filter=matching).column(0).to_pylist():
-            yield json.loads(text)
+        query = QueryBuilder().register("target", table).execute(f"SELECT {_sql_name(ITEM_COLUMN)} FROM target WHERE {matching}")
+        for batch in query:
+            for text in batch.column(0).to_pylist():
+                yield json.loads(text)
 
 
-def _key_filter(schema: pa.Schema, layout: DeltaLayout, keys: list[Item]) -> pc.Expression | None:
-    """Each key column among the keys' values; None when a column can hold none of them (no row matches)."""
-    matching = None
+def _key_filter(schema: pa.Schema, layout: DeltaLayout, keys: list[Item]) -> str | None:
+    """Each key column among the keys' values, as SQL; None when a column can hold none of them (no row matches)."""
+    conditions = []
     for name, _ in layout.keys:
-        values = _column_values(schema.field(name).type, [key[name] for key in keys])
-        if len(values) == 0:
+        literals = _column_literals(schema.field(name).type, [key[name] for key in keys])
+        if not literals:
             return None
-        in_column = pc.field(name).isin(values)
-        matching = in_column if matching is None else matching & in_column
-    return matching
+        conditions.append(f"{_sql_name(name)} IN ({', '.join(literals)})")
+    return " AND ".join(conditions)
 
 
-def _column_values(column_type: pa.DataType, values: list[dict[str, Any]]) -> pa.Array:
-    """Key attributes (DynamoDB JSON) as values of their column, whatever its type (a number key may be a
-    string column or a decimal one): the one place a read by key turns a key into column values. A number
+def _column_literals(column_type: pa.DataType, values: list[dict[str, Any]]) -> list[str]:
+    """Key attributes (DynamoDB JSON) as SQL literals of their column, whatever its type (a number key may be
+    a string column or a decimal one): the one place a read by key turns a key into column values. A number
     the column's type cannot hold exactly cannot be in the table, and is left out."""
-    converted = []
-    for value in {json.dumps(value, sort_keys=True): value for value in values}.values():
+    literals = set()
+    for value in values:
         raw = key_value(value)
-        try:
-            converted.append(pa.array([raw], pa.binary() if isinstance(raw, bytes) else pa.string()).cast(column_type))
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            continue
-    return pa.concat_arrays(converted) if converted else pa.array([], column_type)
+        if isinstance(raw, bytes):
+            literals.add(f"X'{raw.hex()}'")
+        elif pa.types.is_decimal(column_type):
+            try:
+                exact = pa.array([raw]).cast(column_type)[0].as_py()  # raises when it does not fit exactly
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                continue
+            literals.add(f"CAST('{exact}' AS DECIMAL({column_type.precision}, {column_type.scale}))")
+        else:
+            literals.add("'" + str(raw).replace("'", "''") + "'")
+    return sorted(literals)
+
+
+def _sql_name(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
