@@ -6,8 +6,9 @@ exit 2. A live source table is read as the migration's copy reads it: the same s
 concurrency (`plan_copy`), paced by `throughputReadPercent`. An S3 export, the source of an
 import or the target the migrator wrote, is read a data file per unit, as its import reads it.
 A Delta target is read from its data files at one version, a group of files per unit (`delta_side`).
-Repairs are written at the target's share of its capacity (`throughputWritePercent`); an
-export target is never written.
+Repairs are written at the target's share of its capacity (`throughputWritePercent`); a Delta
+target's are merged by the driver as each bucket finishes (`delta_repairs`); an export target is
+never written.
 
 The work runs as units (`migrator.validate.buckets`) through the snapshot's runner, each one
 recorded in the validation's own savepoint as it finishes, so a rerun of an interrupted

@@ -9,7 +9,9 @@ goes with its canonical key (numbers by value), by which both sides meet in a bu
 rename changes it) in the work file and there: an item the
 same text on both sides is equal (`compare`'s rules hold every value DynamoDB accepts equal to
 itself), and only the others are parsed and compared by value. What differs is read again by key
-after a delay (`_second_look`), and only what still differs is counted and repaired.
+after a delay (`_second_look`; a Delta target's keys a chunk at a time, `items_by_key`), and only
+what still differs is counted and repaired (a Delta target's repairs handed back as MERGE rows,
+`delta_repairs`).
 """
 
 from __future__ import annotations
