@@ -143,7 +143,10 @@ def test_a_delta_copy_on_the_emulator_s3_is_equal_and_a_planted_row_reported(
     }  # fmt: skip
 
 
-def test_an_export_imported_into_delta_validates_equal(s3, endpoint_url, spark, tmp_path):
+def test_an_export_imported_into_delta_validates_equal_then_planted_rows_are_repaired_from_the_export(
+    s3, endpoint_url, spark, tmp_path
+):
+    """An export is not read by key: nothing is rechecked, and the repairs write the export's items."""
     items = all_types_items()
     exported = [to_dynamodb_json(item) for item in items]
     export = write_export(s3, create_bucket(s3), [DataFileSpec(full_lines(exported[:3], DYNAMODB_JSON)),
@@ -157,6 +160,16 @@ def test_an_export_imported_into_delta_validates_equal(s3, endpoint_url, spark, 
 
     assert code == 0, stdout
     assert (report["sourceItems"], report["equal"], report["targetItems"]) == (len(items), len(items), len(items))
+
+    plant(str(path), None, items)
+    repairing = delta_config(tmp_path, endpoint_url, source, str(path), "import-repair", **ALL_REPAIRS)
+    code, report, stdout = validate(repairing, tmp_path)
+
+    assert code == 0, stdout
+    assert report["repaired"] == {"missing": 1, "different": 1, "extra": 1}
+    assert table_items(str(path), None) == as_rows(items)
+    code, again, stdout = validate(repairing, tmp_path)
+    assert (code, again["equal"], again["samples"]) == (0, len(items), []), stdout
 
 
 def test_a_delta_path_without_a_table_is_bad_input(endpoint_url, source_table, tmp_path):
