@@ -290,7 +290,7 @@ def _column_literals(column_type: pa.DataType, values: list[dict[str, Any]]) -> 
                 exact = pa.array([raw]).cast(column_type)[0].as_py()  # raises when it does not fit exactly
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                 continue
-            literals.add(f"CAST('{exact}' AS DECIMAL({column_type.precision}, {column_type.scale}))")
+            literals.add(f"CAST('{exact:f}' AS DECIMAL({column_type.precision}, {column_type.scale}))")
         else:
             literals.add("'" + str(raw).replace("'", "''") + "'")
     return sorted(literals)

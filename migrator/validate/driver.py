@@ -35,13 +35,13 @@ from migrator.errors import ConfigError, MigratorError, TargetTableNotFound, Uns
 from migrator.export.manifest import DataFile
 from migrator.export.plan import plan_import
 from migrator.plan import SnapshotPlan, plan_snapshot, planned_units
+from migrator.replicate.delta_apply import layout_of_table
 from migrator.snapshot import delta_copy, delta_import, export_import, export_write, savepoint_folders
 from migrator.snapshot.export_copy import FileTask
 from migrator.snapshot.preflight import describe_live_source
 from migrator.snapshot.runner import UnitJobs, run_job, run_units
 from migrator.snapshot.savepoints import VALIDATION, SavepointStore, Side, UnitLedger
 from migrator.snapshot.table_copy import plan_copy, preflight
-from migrator.replicate.delta_apply import layout_of_table
 from migrator.target.delta import location_of
 from migrator.target.export_folder import ExportFolder, delete_folder, read_written_export
 from migrator.target.hadoop_folder import HadoopFolder

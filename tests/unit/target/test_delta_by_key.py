@@ -93,3 +93,11 @@ def test_binary_keys_and_quotes_in_string_keys_are_matched(tmp_path):
     got = list(items_by_key(DeltaLocation(str(tmp_path)), layout, [{"pk": {"S": "it's"}, "bk": {"B": b"\x00\xff"}}]))
 
     assert got == [json.loads(item_json(items[0]))]
+
+
+def test_zero_and_negative_number_keys_in_a_decimal_column_with_a_scale_are_found(tmp_path):
+    write(tmp_path, [item("a", "0"), item("a", "-0.0000000001"), item("a", "3")], pa.decimal128(38, 10))
+
+    assert found(tmp_path, [key("a", "0"), key("a", "-1E-10")]) == sorted(
+        [item("a", "0"), item("a", "-0.0000000001")], key=json.dumps
+    )
