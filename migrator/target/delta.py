@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pyarrow as pa
-from deltalake import CommitProperties, DeltaTable, Schema, Transaction, write_deltalake
+from deltalake import CommitProperties, DeltaTable, QueryBuilder, Schema, Transaction, write_deltalake
 from deltalake.exceptions import DeltaError
 
 from migrator import aws
@@ -29,8 +29,9 @@ from migrator.aws import translated
 from migrator.config import DeltaTarget
 from migrator.connection import ClientSpec
 from migrator.errors import DeltaTargetError, MigratorError
+from migrator.items import Item
 from migrator.target.delta_changes import DELETED_COLUMN
-from migrator.target.delta_rows import DeltaLayout
+from migrator.target.delta_rows import ITEM_COLUMN, DeltaLayout, key_value
 
 TRANSACTION_VERSION = 0  # each segment (or data file) has its own app id, committed once: its one version
 
@@ -260,3 +261,65 @@ def _same_key(layout: DeltaLayout) -> str:
 def _quoted(name: str) -> str:
     """A column name in a delta-rs SQL expression, whatever characters it holds."""
     return "`" + name.replace("`", "``") + "`"
+
+
+# How many keys one read by key filters on: the filter's value lists stay small, and a recheck of many keys
+# reads the table a chunk at a time.
+KEYS_PER_READ = 1000
+
+
+def items_by_key(location: DeltaLocation, layout: DeltaLayout, keys: list[Item]) -> Iterator[Item]:
+    """The items the table holds now (its newest version) under `keys` (DynamoDB JSON, the table's attribute
+    names), parsed from `_item`; a key the table lacks yields nothing.
+
+    Only the rows of those keys are read: a query of delta-rs's own engine filtering on the key columns
+    (`KEYS_PER_READ` keys at a time), which reads `_item` of the rows that match only. (pyarrow's dataset
+    filter fails on files of one table whose strings are typed differently, as delta-rs's own rewrites
+    write them.) The filter may let through a row of another key (each column is matched on its own): the
+    caller matches the items by key.
+    """
+    table = location.open()
+    schema = pa.schema(table.schema().to_arrow())
+    for start in range(0, len(keys), KEYS_PER_READ):
+        matching = _key_filter(schema, layout, keys[start : start + KEYS_PER_READ])
+        if matching is None:
+            continue
+        query = QueryBuilder().register("target", table).execute(f"SELECT {_sql_name(ITEM_COLUMN)} FROM target WHERE {matching}")
+        for batch in query:
+            for text in batch.column(0).to_pylist():
+                yield json.loads(text)
+
+
+def _key_filter(schema: pa.Schema, layout: DeltaLayout, keys: list[Item]) -> str | None:
+    """Each key column among the keys' values, as SQL; None when a column can hold none of them (no row matches)."""
+    conditions = []
+    for name, _ in layout.keys:
+        literals = _column_literals(schema.field(name).type, [key[name] for key in keys])
+        if not literals:
+            return None
+        conditions.append(f"{_sql_name(name)} IN ({', '.join(literals)})")
+    return " AND ".join(conditions)
+
+
+def _column_literals(column_type: pa.DataType, values: list[dict[str, Any]]) -> list[str]:
+    """Key attributes (DynamoDB JSON) as SQL literals of their column, whatever its type (a number key may be
+    a string column or a decimal one): the one place a read by key turns a key into column values. A number
+    the column's type cannot hold exactly cannot be in the table, and is left out."""
+    literals = set()
+    for value in values:
+        raw = key_value(value)
+        if isinstance(raw, bytes):
+            literals.add(f"X'{raw.hex()}'")
+        elif pa.types.is_decimal(column_type):
+            try:
+                exact = pa.array([raw]).cast(column_type)[0].as_py()  # raises when it does not fit exactly
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                continue
+            literals.add(f"CAST('{exact:f}' AS DECIMAL({column_type.precision}, {column_type.scale}))")
+        else:
+            literals.add("'" + str(raw).replace("'", "''") + "'")
+    return sorted(literals)
+
+
+def _sql_name(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'

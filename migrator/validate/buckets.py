@@ -25,11 +25,14 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Iterator
 
+import pyarrow as pa
+
 from migrator.collector import collector_paused
 from migrator.errors import MigratorError
 from migrator.snapshot.export_copy import FileTask
 from migrator.target.export_folder import ExportFolder, open_data_file, read_range
 from migrator.task_boundary import errors_returned
+from migrator.validate.delta_repairs import DeltaRepairRows
 from migrator.validate.delta_side import DeltaFiles, delta_entries
 from migrator.validate.matching import KeyCheck, SideScan, check_keys, exported_entries, scanned_entries
 from migrator.validate.report import Tally
@@ -90,6 +93,7 @@ class CompareOutcome:
     bucket: int
     tally: Tally | None = None
     error: MigratorError | None = None
+    repair_rows: pa.RecordBatch | None = None  # a Delta target's repairs, for the driver to merge
 
     @property
     def ok(self) -> bool:
@@ -130,13 +134,17 @@ def write_work_file(task: ReadTask, entries: Iterator[tuple[str, HeldEntry]]) ->
 def compare_bucket(task: CompareTask) -> CompareOutcome:
     """Meet both sides' items of one bucket by key and check each key; one Tally. Never raises."""
     tally = None
+    delta = task.check.delta
+    repairs = DeltaRepairRows(delta.layout) if delta is not None and task.check.repairs else None
     with errors_returned(f"comparing bucket {task.bucket}") as caught:
         sources = _read_side(task, task.source_units)
         targets = _read_side(task, task.target_units)
         keys = sorted(sources.keys() | targets.keys())
-        (tally,) = check_keys(task.check, ((key, (sources.get(key), targets.get(key))) for key in keys))
+        (tally,) = check_keys(task.check, ((key, (sources.get(key), targets.get(key))) for key in keys), repairs)
     error = caught.error or (tally.error if tally is not None else None)
-    return CompareOutcome(task.bucket, error=error) if error else CompareOutcome(task.bucket, tally)
+    if error:
+        return CompareOutcome(task.bucket, error=error)
+    return CompareOutcome(task.bucket, tally, repair_rows=repairs.rows() if repairs is not None else None)
 
 
 def _read_side(task: CompareTask, units: tuple[str, ...]) -> dict[str, HeldEntry]:

@@ -6,8 +6,9 @@ exit 2. A live source table is read as the migration's copy reads it: the same s
 concurrency (`plan_copy`), paced by `throughputReadPercent`. An S3 export, the source of an
 import or the target the migrator wrote, is read a data file per unit, as its import reads it.
 A Delta target is read from its data files at one version, a group of files per unit (`delta_side`).
-Repairs are written at the target's share of its capacity (`throughputWritePercent`); an
-export target is never written.
+Repairs are written at the target's share of its capacity (`throughputWritePercent`); a Delta
+target's are merged by the driver as each bucket finishes (`delta_repairs`); an export target is
+never written.
 
 The work runs as units (`migrator.validate.buckets`) through the snapshot's runner, each one
 recorded in the validation's own savepoint as it finishes, so a rerun of an interrupted
@@ -34,6 +35,7 @@ from migrator.errors import ConfigError, MigratorError, TargetTableNotFound, Uns
 from migrator.export.manifest import DataFile
 from migrator.export.plan import plan_import
 from migrator.plan import SnapshotPlan, plan_snapshot, planned_units
+from migrator.replicate.delta_apply import layout_of_table
 from migrator.snapshot import delta_copy, delta_import, export_import, export_write, savepoint_folders
 from migrator.snapshot.export_copy import FileTask
 from migrator.snapshot.preflight import describe_live_source
@@ -48,6 +50,7 @@ from migrator.validate.buckets import (
     SOURCE, TARGET, CompareOutcome, CompareTask, ReadOutcome, ReadTask, bucket_bytes, compare_bucket, read_unit,
     unit_failed,
 )  # fmt: skip
+from migrator.validate.delta_repairs import DeltaRepairMerge, DeltaTableSide
 from migrator.validate.delta_side import TEXT_PER_PARQUET_BYTE, check_is_table, pin, read_units
 from migrator.validate.matching import KeyCheck, SideScan
 from migrator.validate.progress import SavedValidation, ValidationProgress, answer_options
@@ -73,6 +76,7 @@ class Units:
     total_segments: int
     buckets: int
     target_version: int | None = None  # a Delta target's, pinned (`delta_side.pin`)
+    delta_repairs: DeltaRepairMerge | None = None  # a Delta target's repairs, merged as each bucket finishes
 
     def names(self, side: str) -> tuple[str, ...]:
         return tuple(task.unit for task in self.reads if task.unit.startswith(f"{side}-"))
@@ -218,12 +222,10 @@ def _validate_delta(loaded: LoadedConfig, spark_factory: Callable[[], SparkSessi
     """The source (a live table, or a full S3 export) against the Delta table the migration wrote (target.path).
 
     The table's data files are read at one version (`delta_side`), a group of files per unit, each
-    row's `_item` the item. A Delta table cannot be read again by key cheaply nor written by the
-    validator: nothing is rechecked, and repairs are refused (docs/validation.md).
+    row's `_item` the item. With a live source, what differs is read again by key, the table at its
+    newest version (`items_by_key`); repairs are merged by the driver, one commit per bucket (`delta_repairs`).
     """
     config = loaded.config
-    _refuse_repairs(config, "a Delta target is read from its data files, never written by the validator: set it "
-                    "to false, and copy the table again into a new target.path to fix it")  # fmt: skip
     location = location_of(config.target)
     check_is_table(location)
     exported = config.imports_export
@@ -240,9 +242,11 @@ def _validate_delta(loaded: LoadedConfig, spark_factory: Callable[[], SparkSessi
     parallelism = spark.sparkContext.defaultParallelism
     work = _work_folder(config, store)
     key_names = tuple(config.rename_map.get(name, name) for name in checks.key_names)  # as the table names them
+    delta = DeltaTableSide(location, layout_of_table(location.open(), config.target))
     delta_units = read_units(pinned)
     target_bytes = TEXT_PER_PARQUET_BYTE * pinned.size_bytes
     if exported:
+        source_scan = None  # an export cannot be read again by key: nothing is rechecked
         files = checks.source.files
         # The export holds about what the table does.
         buckets = saved.buckets if saved else _bucket_count(len(files), 2 * target_bytes)
@@ -260,8 +264,10 @@ def _validate_delta(loaded: LoadedConfig, spark_factory: Callable[[], SparkSessi
         ReadTask(f"{TARGET}-delta-{n}", buckets, work, key_names=key_names, delta=unit)
         for n, unit in enumerate(delta_units, 1)
     ]  # fmt: skip
-    check = _key_check(config, None, None, None, key_names)
-    return _run(spark, config, store, saved, Units(reads, concurrency, check, segments, buckets, pinned.version), work)
+    check = replace(_key_check(config, None, source_scan, None, key_names), delta=delta)
+    merge = DeltaRepairMerge(location, delta.layout, store.identity.stem(), pinned.version, check.rechecks)
+    units = Units(reads, concurrency, check, segments, buckets, pinned.version, merge if check.repairs else None)
+    return _run(spark, config, store, saved, units, work)
 
 
 def _export_file_read(
@@ -351,9 +357,14 @@ def _run(
             hadoop.write(name, data)
         ledger.record(outcome.unit)
 
+    def on_compared(outcome: CompareOutcome) -> None:
+        if units.delta_repairs is not None:  # merged before the bucket is recorded: a rerun finds it in the table
+            units.delta_repairs.merge(outcome.bucket, outcome.repair_rows, outcome.tally)
+        ledger.record((outcome.bucket, outcome.tally))
+
     try:
         run_units(spark, reads, units.concurrency, on_read, READ_JOBS)
-        run_units(spark, compares, units.concurrency, lambda outcome: ledger.record((outcome.bucket, outcome.tally)),
+        run_units(spark, compares, units.concurrency, on_compared,
                   COMPARE_JOBS if hadoop is None else _compare_jobs_reading(hadoop))  # fmt: skip
     except MigratorError as exc:
         raise ValidationFailed(config.source.table, config.target.name, str(exc)) from None

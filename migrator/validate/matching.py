@@ -9,7 +9,9 @@ goes with its canonical key (numbers by value), by which both sides meet in a bu
 rename changes it) in the work file and there: an item the
 same text on both sides is equal (`compare`'s rules hold every value DynamoDB accepts equal to
 itself), and only the others are parsed and compared by value. What differs is read again by key
-after a delay (`_second_look`), and only what still differs is counted and repaired.
+after a delay (`_second_look`; a Delta target's keys a chunk at a time, `items_by_key`), and only
+what still differs is counted and repaired (a Delta target's repairs handed back as MERGE rows,
+`delta_repairs`).
 """
 
 from __future__ import annotations
@@ -26,9 +28,11 @@ from migrator.snapshot.export_copy import FileTask, local_copy
 from migrator.snapshot.prune import canonical_key
 from migrator.scan_page import ITEM_TEXTS
 from migrator.source.scan import ScanCounters, read_item, scan_responses
+from migrator.target.delta import KEYS_PER_READ, items_by_key
 from migrator.target.pipeline import PipelinedWriter
 from migrator.task_boundary import errors_returned
 from migrator.validate.compare import differing_attributes
+from migrator.validate.delta_repairs import DeltaRepairRows, DeltaTableSide
 from migrator.validate.report import DIFFERENT, EXTRA, MISSING, Sample, Tally
 from migrator.validate.work_file import Entry, HeldEntry, held_item, item_text, kept_text
 from migrator.wire import wire_client
@@ -64,6 +68,7 @@ class KeyCheck:
     delete_extra: bool
     batch_size: int
     write_units_per_second: float | None
+    delta: DeltaTableSide | None = None  # a Delta target: read again by key at its newest version, repaired by MERGE
 
     @property
     def repairs(self) -> bool:
@@ -132,16 +137,20 @@ def _renamed_names(renames: dict[str, str], names: tuple[str, ...]) -> tuple[str
     return tuple(renames.get(name, name) for name in names)
 
 
-def check_keys(check: KeyCheck, pairs: Iterable[tuple[str, tuple[HeldEntry | None, HeldEntry | None]]]) -> Iterator[Tally]:
+def check_keys(
+    check: KeyCheck, pairs: Iterable[tuple[str, tuple[HeldEntry | None, HeldEntry | None]]],
+    delta_repairs: DeltaRepairRows | None = None,
+) -> Iterator[Tally]:  # fmt: skip
     """Classify each key met in a bucket (missing, extra, different, equal, expired), recheck what differs,
-    repair what is asked; one Tally. Never raises (`migrator.task_boundary`): a failure comes back in it."""
+    repair what is asked; one Tally. Never raises (`migrator.task_boundary`): a failure comes back in it.
+    A Delta target's repairs go into `delta_repairs`, for the driver to merge."""
     tally = Tally(check.failures_to_fetch)
     with errors_returned("checking keys") as caught:
         differences = _first_look(check, pairs, tally)
         if check.rechecks:
             differences = _second_look(check, [(order, _key(check, s or t)) for order, s, t in differences], tally)
         if check.repairs:
-            with _writer(check) as writer:
+            with delta_repairs if check.delta is not None else _writer(check) as writer:
                 _settle(check, differences, tally, writer)
         else:
             _settle(check, differences, tally, None)
@@ -196,6 +205,9 @@ def _second_look(check: KeyCheck, keys: list[tuple[str, Item]], tally: Tally) ->
         return
     time.sleep(check.recheck_seconds)  # the delay is the point: writes in flight land meanwhile
     source_limiter = CapacityLimiter(check.source.read_units_per_second)
+    if check.delta is not None:
+        yield from _second_look_delta(check, keys, source_limiter, tally)
+        return
     target_limiter = CapacityLimiter(check.target.read_units_per_second)
     for order, key in keys:
         source = _reread(check.source, key, source_limiter)
@@ -203,6 +215,23 @@ def _second_look(check: KeyCheck, keys: list[tuple[str, Item]], tally: Tally) ->
         difference = _judged(check, order, source, target, tally)
         if difference is not None:
             yield difference
+
+
+def _second_look_delta(
+    check: KeyCheck, keys: list[tuple[str, Item]], source_limiter: CapacityLimiter, tally: Tally
+) -> Iterator[Difference]:  # fmt: skip
+    """The keys read again in chunks: each source item by GetItem, then the chunk's rows of the Delta table
+    at its newest version in one filtered read (`items_by_key`)."""
+    for start in range(0, len(keys), KEYS_PER_READ):
+        chunk = keys[start : start + KEYS_PER_READ]
+        sources = [_reread(check.source, key, source_limiter) for _, key in chunk]
+        found = items_by_key(check.delta.location, check.delta.layout, [key for _, key in chunk])
+        targets = {canonical_key(_key(check, item)): item for item in found}
+        for (order, _), source in zip(chunk, sources):
+            target = (targets[order], False) if order in targets else None
+            difference = _judged(check, order, source, target, tally)
+            if difference is not None:
+                yield difference
 
 
 def _reread(scan: SideScan, key: Item, limiter: CapacityLimiter) -> Entry | None:
@@ -220,7 +249,9 @@ def _writer(check: KeyCheck) -> PipelinedWriter:
     )  # fmt: skip
 
 
-def _settle(check: KeyCheck, differences: Iterable[Difference], tally: Tally, writer: PipelinedWriter | None) -> None:
+def _settle(
+    check: KeyCheck, differences: Iterable[Difference], tally: Tally, writer: PipelinedWriter | DeltaRepairRows | None
+) -> None:  # fmt: skip
     """Count and sample each confirmed difference, and repair it when asked."""
     for order, source, target in differences:
         if source is None:

@@ -3,7 +3,9 @@
 The snapshot copies the all-types table into a Delta table (a local path, and the emulator's S3);
 the validator then compares the source with the table's `_item` column. Differences are planted
 in the Delta table with delta-rs itself (a row deleted, a row appended, an `_item` rewritten), as a
-user or another writer could; the report must name each exactly.
+user or another writer could; the report must name each exactly. The recheck reads the keys that
+differ again at the table's newest version, and the repairs merge the source's items into the table,
+one MERGE per bucket tagged with an application transaction.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 import uuid
 from pathlib import Path
 
@@ -31,6 +34,7 @@ pytestmark = pytest.mark.integration
 
 SEGMENTS = 3
 NO_REPAIRS = {"missing": 0, "different": 0, "extra": 0}
+ALL_REPAIRS = {"copyMissingRows": True, "repairDifferences": True, "deleteExtraRows": True}
 
 
 @pytest.fixture(scope="module")
@@ -139,7 +143,10 @@ def test_a_delta_copy_on_the_emulator_s3_is_equal_and_a_planted_row_reported(
     }  # fmt: skip
 
 
-def test_an_export_imported_into_delta_validates_equal(s3, endpoint_url, spark, tmp_path):
+def test_an_export_imported_into_delta_validates_equal_then_planted_rows_are_repaired_from_the_export(
+    s3, endpoint_url, spark, tmp_path
+):
+    """An export is not read by key: nothing is rechecked, and the repairs write the export's items."""
     items = all_types_items()
     exported = [to_dynamodb_json(item) for item in items]
     export = write_export(s3, create_bucket(s3), [DataFileSpec(full_lines(exported[:3], DYNAMODB_JSON)),
@@ -154,6 +161,16 @@ def test_an_export_imported_into_delta_validates_equal(s3, endpoint_url, spark, 
     assert code == 0, stdout
     assert (report["sourceItems"], report["equal"], report["targetItems"]) == (len(items), len(items), len(items))
 
+    plant(str(path), None, items)
+    repairing = delta_config(tmp_path, endpoint_url, source, str(path), "import-repair", **ALL_REPAIRS)
+    code, report, stdout = validate(repairing, tmp_path)
+
+    assert code == 0, stdout
+    assert report["repaired"] == {"missing": 1, "different": 1, "extra": 1}
+    assert table_items(str(path), None) == as_rows(items)
+    code, again, stdout = validate(repairing, tmp_path)
+    assert (code, again["equal"], again["samples"]) == (0, len(items), []), stdout
+
 
 def test_a_delta_path_without_a_table_is_bad_input(endpoint_url, source_table, tmp_path):
     path = tmp_path / "empty"
@@ -166,20 +183,6 @@ def test_a_delta_path_without_a_table_is_bad_input(endpoint_url, source_table, t
     assert (code, report, result.returncode) == (2, None, 2)
     assert_one_clear_line(result, [f"{path}", "holds no Delta table", "set target.path to the Delta table"])
     assert list(path.iterdir()) == []
-
-
-def test_a_repair_of_a_delta_target_is_refused(endpoint_url, spark, source_table, tmp_path):
-    path = tmp_path / "lake"
-    config = delta_config(tmp_path, endpoint_url, source_table, str(path), "copy")
-    run_in_process(config, spark)
-    versions = DeltaTable(str(path)).version()
-    repair = delta_config(tmp_path, endpoint_url, source_table, str(path), "repair", copyMissingRows=True)
-
-    result = run_job(repair, job="validate.py")
-
-    assert result.returncode == 2, result.stdout + result.stderr
-    assert_one_clear_line(result, ["validation.copyMissingRows", "a Delta target is read from its data files"])
-    assert DeltaTable(str(path)).version() == versions
 
 
 def test_kill_9_mid_read_then_the_rerun_resumes_on_the_version_it_pinned(dynamodb, endpoint_url, spark, tmp_path):
@@ -219,3 +222,134 @@ def test_kill_9_mid_read_then_the_rerun_resumes_on_the_version_it_pinned(dynamod
     assert (code, resumed["equal"], resumed["extra"], resumed["targetItems"]) == (0, 2000, 0, 2000), stdout
     code, again, stdout = validate(slow, tmp_path)
     assert (code, again["extra"], again["samples"]) == (1, 1, [{"kind": "extra", "key": extra, "attributes": []}])
+
+
+def table_items(uri: str, storage_options: dict | None) -> list[dict]:
+    """Every row's `_item`, parsed, in key order; no key twice."""
+    rows = DeltaTable(uri, storage_options=storage_options).to_pyarrow_table(columns=["_item"]).column(0).to_pylist()
+    items = sorted((json.loads(text) for text in rows), key=lambda item: json.dumps(key_of(item), sort_keys=True))
+    keys = [json.dumps(key_of(item), sort_keys=True) for item in items]
+    assert len(keys) == len(set(keys)), "a key is in the table twice"
+    return items
+
+
+def as_rows(items: list[dict]) -> list[dict]:
+    """The source's items (boto3's form: binary as bytes) as `_item` holds them, in key order."""
+    return sorted((json.loads(item_json(item)) for item in items), key=lambda item: json.dumps(key_of(item), sort_keys=True))
+
+
+def repair_commits(path: Path) -> list[tuple[str, int]]:
+    """Each application transaction of the validator's repairs in the local table's log: (app id, version)."""
+    found = []
+    for commit in sorted((path / "_delta_log").glob("*.json")):
+        for line in commit.read_text().splitlines():
+            txn = json.loads(line).get("txn")
+            if txn is not None and txn["appId"].startswith("validation_"):
+                found.append((txn["appId"], txn["version"]))
+    return found
+
+
+def test_differences_fixed_before_the_recheck_are_not_reported_a_lasting_one_is(
+    dynamodb, endpoint_url, spark, source_table, tmp_path
+):
+    """As beside a running replication: the missing row and the extra row are set right in the table after the
+    scans read it, before the recheck reads those keys again at the table's newest version."""
+    path = tmp_path / "lake"
+    run_in_process(delta_config(tmp_path, endpoint_url, source_table, str(path), "copy"), spark)
+    items = scan_all(dynamodb, source_table)
+    missing, different, extra = plant(str(path), None, items)
+    config = delta_config(tmp_path, endpoint_url, source_table, str(path), "recheck", recheckSeconds=5)
+    report = tmp_path / "recheck.json"
+
+    job = start_job(config, job="validate.py", args=("--report", str(report)))
+    wait_for_validation_units(job, tmp_path / "savepoints", reads=SEGMENTS + 1)  # compare units begin: the recheck waits
+    table = DeltaTable(str(path))
+    table.delete(where_key(extra))
+    gone = next(item for item in items if key_of(item) == missing)
+    write_deltalake(table, pa.table({"pk": [gone["pk"]["S"]], "sk": [gone["sk"]["N"]], "_item": [item_json(gone)]},
+                                    schema=pa.schema(table.schema().to_arrow())), mode="append")  # fmt: skip
+    fixed_at = time.monotonic()
+    output, _ = job.communicate(timeout=300)
+
+    assert job.returncode == 1, output
+    assert time.monotonic() - fixed_at > 1, "the validation ended before the table was set right: no recheck seen"
+    found = json.loads(report.read_text())
+    # The extra key, gone from both sides by the recheck, agrees: equal, as the key set right.
+    assert (found["missing"], found["extra"], found["different"], found["equal"]) == (0, 0, 1, len(items)), output
+    assert found["samples"] == [{"kind": "different", "key": different, "attributes": ["planted"]}]
+
+
+@pytest.mark.parametrize("where", ["local", "s3"])
+def test_planted_rows_are_repaired_with_the_sources_items_and_a_second_validation_finds_none(
+    where, dynamodb, s3, endpoint_url, spark, source_table, tmp_path
+):
+    if where == "s3":
+        uri, options = f"s3://{create_bucket(s3)}/tables/orders", s3_options(endpoint_url)
+    else:
+        uri, options = str(tmp_path / "lake"), None
+    run_in_process(delta_config(tmp_path, endpoint_url, source_table, uri, "copy"), spark)
+    items = scan_all(dynamodb, source_table)
+    plant(uri, options, items)
+    versions_before = DeltaTable(uri, storage_options=options).version()
+    config = delta_config(tmp_path, endpoint_url, source_table, uri, "repair", recheckSeconds=0.5, **ALL_REPAIRS)
+
+    code, report, output = validate(config, tmp_path)
+
+    assert code == 0, output
+    assert (report["missing"], report["different"], report["extra"]) == (1, 1, 1)
+    assert report["repaired"] == {"missing": 1, "different": 1, "extra": 1}
+    assert table_items(uri, options) == as_rows(items)  # each `_item` exact, no key twice
+    repairs = DeltaTable(uri, storage_options=options).version() - versions_before
+    assert 1 <= repairs <= 3, "one MERGE per bucket holding repairs (3 buckets)"
+    if where == "local":
+        commits = repair_commits(Path(uri))
+        assert len(commits) == repairs and len({app_id for app_id, _ in commits}) == repairs
+        assert {version for _, version in commits} == {versions_before}  # the version the validation pinned
+
+    code, again, output = validate(config, tmp_path)
+
+    assert code == 0, output
+    assert (again["equal"], again["samples"], again["repaired"]) == (len(items), [], NO_REPAIRS)
+    assert DeltaTable(uri, storage_options=options).version() == versions_before + repairs  # nothing merged
+
+
+def test_kill_9_mid_repair_then_the_rerun_converges_with_no_row_twice(dynamodb, endpoint_url, spark, tmp_path):
+    """Missing rows in every bucket, repaired one bucket at a time: the validation is killed as soon as the first
+    bucket's MERGE is in the table. The rerun repairs the rest; no repair is merged twice, no row is in twice."""
+    source = f"val-delta-kill-{uuid.uuid4().hex[:8]}"
+    dynamodb.create_table(TableName=source, KeySchema=KEY_SCHEMA, AttributeDefinitions=ATTRIBUTES,
+                          BillingMode="PAY_PER_REQUEST")  # fmt: skip
+    items = [{"pk": {"S": f"k-{n:03}"}, "sk": {"N": str(n)}, "v": {"N": f"{n}.5"}} for n in range(30)]
+    put_items(dynamodb, source, items)
+    path = tmp_path / "lake"
+    run_in_process(delta_config(tmp_path, endpoint_url, source, str(path), "copy"), spark)
+    table = DeltaTable(str(path))
+    table.delete("pk >= 'k-010' AND pk < 'k-022'")  # 12 rows gone, in every bucket
+    before = DeltaTable(str(path)).version()
+    config = delta_config(
+        tmp_path, endpoint_url, side(endpoint_url, source, scanSegments=SEGMENTS, maxMapTasks=1), str(path), "kill",
+        copyMissingRows=True, recheckSeconds=2,
+    )  # fmt: skip
+    report = tmp_path / "kill.json"
+
+    job = start_job(config, job="validate.py", args=("--report", str(report)))
+    deadline = time.monotonic() + 240
+    while DeltaTable(str(path)).version() == before:  # the first bucket's repairs merged
+        assert job.poll() is None, f"the validation ended before its first repair:\n{job.stdout.read()}"
+        assert time.monotonic() < deadline, "no repair merged after 240 s"
+        time.sleep(0.05)
+    os.killpg(job.pid, signal.SIGKILL)
+    job.communicate(timeout=60)
+    _, compared = validation_units(tmp_path / "savepoints")
+    assert len(compared) < SEGMENTS, "the validation finished before it was killed"
+
+    code, resumed, output = validate(config, tmp_path)
+
+    assert code == 0, output
+    assert f"resuming the validation from {tmp_path / 'savepoints'}" in output
+    assert (resumed["missing"], resumed["equal"] + resumed["missing"]) == (resumed["repaired"]["missing"], 30)
+    assert table_items(str(path), None) == as_rows(items)
+    commits = repair_commits(path)
+    assert len(commits) == len(set(commits)) == DeltaTable(str(path)).version() - before  # each bucket merged once
+    code, again, output = validate(config, tmp_path)
+    assert (code, again["equal"], again["samples"]) == (0, 30, []), output
