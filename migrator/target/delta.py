@@ -30,6 +30,7 @@ from migrator.config import DeltaTarget
 from migrator.connection import ClientSpec
 from migrator.errors import DeltaTargetError, MigratorError
 from migrator.target.delta_changes import DELETED_COLUMN
+from migrator.target.delta_number_keys import cast_keys, creation_properties
 from migrator.target.delta_rows import DeltaLayout
 
 TRANSACTION_VERSION = 0  # each segment (or data file) has its own app id, committed once: its one version
@@ -90,10 +91,12 @@ def check_location(location: DeltaLocation, layout: DeltaLayout) -> DeltaTable |
 
 
 def create_table(location: DeltaLocation, layout: DeltaLayout) -> DeltaTable:
-    """An empty table with the layout's columns (its first commit), so that segments only append."""
+    """An empty table with the layout's columns (its first commit), so that segments only append; number keys
+    are strings until the snapshot is complete (`delta_number_keys`)."""
     return DeltaTable.create(
         location.uri, schema=layout.arrow_schema(), partition_by=list(layout.partition_by) or None,
-        mode="error", storage_options=location.storage_options(),
+        mode="error", storage_options=location.storage_options(), configuration=creation_properties(layout),
+        raise_if_key_not_exists=False,  # the marker is the migrator's own property, unknown to Delta
     )  # fmt: skip
 
 
@@ -122,7 +125,9 @@ def append_once(
     if table.transaction_version(app_id) is not None:
         return False
     failures: list[Exception] = []
-    reader = pa.RecordBatchReader.from_batches(layout.arrow_schema(), _kept_failures(batches, failures))
+    typed = (cast_keys(batch, table, layout, location.uri) for batch in batches)  # a table whose keys were typed
+    schema = cast_keys(layout.arrow_schema().empty_table(), table, layout, location.uri).schema
+    reader = pa.RecordBatchReader.from_batches(schema, _kept_failures(typed, failures))
     try:
         write_deltalake(
             table, reader, mode="append", partition_by=list(layout.partition_by) or None,
@@ -149,7 +154,8 @@ def _kept_failures(batches: Iterator[pa.RecordBatch], failures: list[Exception])
 
 def _check_layout(location: DeltaLocation, table: DeltaTable, layout: DeltaLayout) -> None:
     expected = _columns(_schema_json(layout))
-    found = _columns(table.schema().to_json())
+    number_keys = {name for name, kind in layout.keys if kind == "N"}
+    found = [(name, _as_written(kind) if name in number_keys else kind) for name, kind in _columns(table.schema().to_json())]
     if found != expected:
         raise DeltaTargetError(
             location.uri,
@@ -165,6 +171,11 @@ def _check_layout(location: DeltaLocation, table: DeltaTable, layout: DeltaLayou
             f"{list(layout.partition_by) or 'empty'}; nothing was written: set partitionBy to the table's, "
             "or target.path to a new location",
         )
+
+
+def _as_written(kind: Any) -> Any:
+    """A number key column's type as segments write it: its `decimal(38, s)` once typed is still the layout's string."""
+    return "string" if isinstance(kind, str) and kind.startswith("decimal(") else kind
 
 
 def _schema_json(layout: DeltaLayout) -> str:
@@ -213,6 +224,7 @@ def merge_once(location: DeltaLocation, layout: DeltaLayout, app_id: str, versio
         )
     if changes.num_rows == 0:
         return True
+    changes = cast_keys(changes, table, layout, location.uri)
     deleted = f"source.{_quoted(DELETED_COLUMN)}"
     values = {_quoted(name): f"source.{_quoted(name)}" for name in layout.column_names}
     (
