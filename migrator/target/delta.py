@@ -155,8 +155,8 @@ def _kept_failures(batches: Iterator[pa.RecordBatch], failures: list[Exception])
 def _check_layout(location: DeltaLocation, table: DeltaTable, layout: DeltaLayout) -> None:
     expected = _columns(_schema_json(layout))
     number_keys = {name for name, kind in layout.keys if kind == "N"}
-    found = [(name, _as_written(kind) if name in number_keys else kind) for name, kind in _columns(table.schema().to_json())]
-    if found != expected:
+    found = _columns(table.schema().to_json())
+    if [(name, _as_written(kind) if name in number_keys else kind) for name, kind in found] != expected:
         raise DeltaTargetError(
             location.uri,
             f"holds a Delta table with columns {_describe(found)}, but this copy writes {_describe(expected)} "
