@@ -30,7 +30,7 @@ from migrator.config import DeltaTarget
 from migrator.connection import ClientSpec
 from migrator.errors import DeltaTargetError, MigratorError
 from migrator.target.delta_changes import DELETED_COLUMN
-from migrator.target.delta_number_keys import cast_keys, creation_properties
+from migrator.target.delta_number_keys import cast_keys, creation_properties, fit_keys
 from migrator.target.delta_rows import DeltaLayout
 
 TRANSACTION_VERSION = 0  # each segment (or data file) has its own app id, committed once: its one version
@@ -224,7 +224,7 @@ def merge_once(location: DeltaLocation, layout: DeltaLayout, app_id: str, versio
         )
     if changes.num_rows == 0:
         return True
-    changes = cast_keys(changes, table, layout, location.uri)
+    changes = fit_keys(changes, table, layout)  # a typed number key column takes decimals
     deleted = f"source.{_quoted(DELETED_COLUMN)}"
     values = {_quoted(name): f"source.{_quoted(name)}" for name in layout.column_names}
     (

@@ -18,6 +18,7 @@ with one line naming it, never rounded or dropped.
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -28,7 +29,7 @@ from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import DeltaError
 
 from migrator.errors import DeltaTargetError, MigratorError
-from migrator.target.delta_rows import DeltaLayout
+from migrator.target.delta_rows import ITEM_COLUMN, DeltaLayout
 
 log = logging.getLogger(__name__)
 
@@ -166,13 +167,12 @@ def _cast_columns(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays([batch.column(field.name).cast(field.type) for field in schema], schema=schema)
 
 
-def cast_keys(rows: pa.Table | pa.RecordBatch, table: DeltaTable, layout: DeltaLayout, uri: str) -> pa.Table | pa.RecordBatch:
-    """`rows` with their number keys (strings) cast to the table's decimal columns; unchanged when it has none.
-
-    A key that does not fit its column raises DeltaTargetError naming it, before anything is written.
-    """
-    typed = {field.name: field.type for field in pa.schema(table.schema().to_arrow()) if pa.types.is_decimal(field.type)}
-    for name in (name for name, _ in layout.keys if name in typed):
+def cast_keys(rows: pa.RecordBatch | pa.Table, table: DeltaTable, layout: DeltaLayout, uri: str) -> pa.RecordBatch | pa.Table:
+    """An append's `rows` with their number keys (strings) cast to the table's decimal columns; unchanged when it
+    has none. A key that does not fit its column raises DeltaTargetError naming it (appends run on executors, side
+    by side: a rewrite of the table is the driver's, between MERGEs)."""
+    typed = _decimal_keys(table, layout)
+    for name in typed:
         index = rows.schema.get_field_index(name)
         column = rows.column(index)
         try:
@@ -183,13 +183,59 @@ def cast_keys(rows: pa.Table | pa.RecordBatch, table: DeltaTable, layout: DeltaL
     return rows
 
 
+def fit_keys(rows: pa.Table, table: DeltaTable, layout: DeltaLayout) -> pa.Table:
+    """A MERGE's `rows` with their number keys cast to the table's decimal columns. A key that does not fit its
+    column (a later change's finer fraction, a wider number) is never rounded: the column is first rewritten, once,
+    as strings holding DynamoDB's exact numbers (from `_item`), as if its snapshot had held that key."""
+    typed = _decimal_keys(table, layout)
+    for name, kind in typed.items():
+        index = rows.schema.get_field_index(name)
+        try:
+            cast = pc.cast(rows.column(index), kind)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            example = next(text for text in rows.column(index).to_pylist() if not _fits(text, kind))
+            log.warning(
+                "Delta: the key %s=%s does not fit the table's key column %s %s: rewriting the column, once, as strings "
+                "holding the exact numbers", name, example, name, _decimal_name(kind),
+            )  # fmt: skip
+            _retype_as_text(table, name)
+            continue
+        rows = rows.set_column(index, rows.schema.field(index).with_type(kind), cast)
+    return rows
+
+
+def _decimal_keys(table: DeltaTable, layout: DeltaLayout) -> dict[str, pa.DataType]:
+    typed = {field.name: field.type for field in pa.schema(table.schema().to_arrow()) if pa.types.is_decimal(field.type)}
+    return {name: typed[name] for name, _ in layout.keys if name in typed}
+
+
+def _retype_as_text(table: DeltaTable, name: str) -> None:
+    """The table rewritten as one overwrite commit with the key column `name` as strings read from `_item`, tagged
+    with the typing app id's next version; `table` is then at that version."""
+    version = table.transaction_version(TYPING_APP_ID)
+    dataset = table.to_pyarrow_dataset()
+    schema = _typed_schema(dataset.schema, {name: pa.string()})
+    index = schema.get_field_index(name)
+
+    def as_text(batch: pa.RecordBatch) -> pa.RecordBatch:
+        numbers = [json.loads(text)[name]["N"] for text in batch.column(ITEM_COLUMN).to_pylist()]
+        return batch.set_column(index, schema.field(index), pa.array(numbers, pa.string()))
+
+    write_deltalake(
+        table, pa.RecordBatchReader.from_batches(schema, map(as_text, dataset.to_batches(batch_size=_READ_ROWS))),
+        mode="overwrite", schema_mode="overwrite", partition_by=list(table.metadata().partition_columns) or None,
+        commit_properties=CommitProperties(app_transactions=[Transaction(TYPING_APP_ID, (version or 0) + 1)]),
+    )  # fmt: skip
+    table.update_incremental()
+
+
 def _unfit(uri: str, name: str, kind: pa.Decimal128Type, column: pa.ChunkedArray | pa.Array) -> DeltaTargetError:
     example = next((text for text in column.to_pylist() if not _fits(text, kind)), "?")
     return DeltaTargetError(
         uri,
-        f"a change's key {name}={example} does not fit the table's key column {name} {_decimal_name(kind)}, typed from "
-        "the snapshot's keys; nothing was written: copy the table again into a new target.path (its number keys are "
-        "then typed from every key, or kept as exact strings when one does not fit)",
+        f"the key {name}={example} does not fit the table's key column {name} {_decimal_name(kind)}, typed from the "
+        "snapshot's keys; nothing was written: import into a new target.path (its number keys are then typed from "
+        "every key, or kept as exact strings when one does not fit)",
     )
 
 

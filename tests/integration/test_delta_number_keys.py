@@ -181,14 +181,37 @@ def test_changes_merged_into_typed_keys_converge(tmp_path):
 
 
 @pytest.mark.parametrize("sk", ["0.25", "1E+125"])
-def test_a_change_whose_key_does_not_fit_the_typed_column_is_refused(tmp_path, sk):
+def test_a_change_whose_key_does_not_fit_turns_the_column_back_to_exact_strings(tmp_path, sk, caplog):
+    location = typed_table(tmp_path, [item("1", "one"), item("2.5", "two")])
+
+    assert merge_once(location, LAYOUT, "replication", 0, changes((keys_of(item(sk, "")), item(sk, "new"))))
+
+    table = location.open()
+    assert table.to_pyarrow_table().schema.field("sk").type in (pa.string(), pa.large_string())
+    rows = {row["sk"]: json.loads(row["_item"]) for row in table.to_pyarrow_table().to_pylist()}
+    assert rows == {"1": item("1", "one"), "2.5": item("2.5", "two"), sk: item(sk, "new")}  # DynamoDB's texts
+    assert f"the key sk={sk} does not fit the table's key column sk decimal(38,1)" in caplog.text
+    assert table.transaction_version(TYPING_APP_ID) == 1  # the typing (0), then its undoing (1)
+    assert table.transaction_version("replication") == 0
+    replayed = merge_once(location, LAYOUT, "replication", 0, changes((keys_of(item(sk, "")), item(sk, "new"))))
+    assert not replayed  # a replay after a stop is recognized as ever
+    assert merge_once(location, LAYOUT, "replication", 1, changes((keys_of(item("1", "")), None)))
+    assert sorted(row["sk"] for row in location.open().to_pyarrow_table().to_pylist()) == sorted(["2.5", sk])
+
+
+def test_an_append_whose_key_does_not_fit_the_typed_column_is_refused(tmp_path):
+    """Appends (a second full export into a typed table) run side by side on executors: refused, never rounded."""
     location = typed_table(tmp_path, [item("1", "one"), item("2.5", "two")])
     before = location.open().version()
+    batch = record_batch([item("0.25", "finer")], LAYOUT, LAYOUT.arrow_schema(), RowCounts())
 
     with pytest.raises(DeltaTargetError) as refused:
-        merge_once(location, LAYOUT, "replication", 0, changes((keys_of(item(sk, "")), item(sk, "new"))))
+        append_once(location, LAYOUT, "second-export", iter([batch]))
 
     message = str(refused.value)
-    assert f"sk={sk}" in message and "decimal(38,1)" in message and "nothing was written" in message
+    assert "sk=0.25" in message and "decimal(38,1)" in message and "nothing was written" in message
     assert "\n" not in message
     assert location.open().version() == before
+    assert append_once(location, LAYOUT, "third-export", iter([record_batch([item("7.5", "fits")], LAYOUT,
+                                                                           LAYOUT.arrow_schema(), RowCounts())]))
+    assert Decimal("7.5") in location.open().to_pyarrow_table().column("sk").to_pylist()
