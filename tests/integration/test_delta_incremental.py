@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+from decimal import Decimal
 from pathlib import Path
 
 import pyarrow as pa
@@ -164,6 +165,18 @@ def test_a_full_then_two_incremental_exports_converge_one_merge_each(s3, endpoin
     assert (found.files_imported, found.puts, found.deletes) == (2, 0, 0)
     assert_converged(AFTER_SECOND, path)
     assert sk_type(path) == pa.decimal128(38, 0)
+
+
+def test_an_incremental_export_into_an_empty_path_creates_the_table_and_types_its_number_keys(s3, endpoint_url, spark,
+                                                                                               tmp_path):  # fmt: skip
+    path = tmp_path / "lake"
+    first = incremental_export(s3, create_bucket(s3), FIRST, DYNAMODB_JSON)
+
+    run_in_process(import_config(tmp_path, endpoint_url, first, path, "first.yaml"), spark)
+
+    rows = DeltaTable(str(path)).to_pyarrow_table().to_pylist()
+    assert rows and sk_type(path) == pa.decimal128(38, 0)
+    assert all(row["sk"] == Decimal(json.loads(row["_item"])["sk"]["N"]) for row in rows)
 
 
 def test_kill_9_mid_incremental_import_then_rerun_converges_merged_once(s3, endpoint_url, spark, tmp_path):
