@@ -53,10 +53,11 @@ def number_keys(layout: DeltaLayout) -> list[str]:
 def digits_of(text: str) -> tuple[int, int]:
     """A DynamoDB number's (integer digits, fraction digits), trailing zeros dropped: "-1.50" is (1, 1), "1E+2" (3, 0)."""
     _, digits, exponent = Decimal(text).as_tuple()  # exact: no context rounds it (normalize() would, to 28 digits)
-    significant = "".join(map(str, digits)).lstrip("0").rstrip("0")
-    if not significant:
+    written = "".join(map(str, digits))
+    significant = written.rstrip("0")
+    if not significant:  # zero
         return 0, 0
-    exponent += len(digits) - len("".join(map(str, digits)).rstrip("0"))  # the trailing zeros dropped
+    exponent += len(written) - len(significant)
     return max(0, len(significant) + exponent), max(0, -exponent)
 
 
@@ -87,9 +88,11 @@ class ColumnDigits:
     def why_not(self) -> str:
         if self.values == 0:
             return "the table holds no row to choose a scale from"
+        if self.fraction == 0:
+            return f"{self.widest} has {self.integer} integer digits, more than the {MAX_PRECISION} of a decimal"
         return (
-            f"{self.widest} has {self.integer} integer digits and {self.finest} {self.fraction} fraction digits: "
-            f"more than the {MAX_PRECISION} digits of a decimal"
+            f"{self.widest} has {self.integer} integer digits and {self.finest} {self.fraction} fraction digits, "
+            f"together more than the {MAX_PRECISION} of a decimal"
         )
 
 

@@ -5,6 +5,7 @@ moto's DynamoDB over HTTP, a real Spark session, the table read back with delta-
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from decimal import Decimal
 from pathlib import Path
@@ -92,9 +93,11 @@ def test_a_number_hash_key_is_typed_with_the_scale_of_its_values(dynamodb, endpo
     ["1E+125", "7", "-2"],  # an exponent beyond 38 digits
     [THIRTY_EIGHT_DIGITS, "0.5", "3"],  # 38 integer digits beside a fraction: no one scale holds both
 ])  # fmt: skip
-def test_each_number_key_is_decided_on_its_own(dynamodb, endpoint_url, spark, tmp_path, range_values):
+def test_each_number_key_is_decided_on_its_own(dynamodb, endpoint_url, spark, tmp_path, range_values, caplog):
     rows = [{"h": str(i - 1), "r": value} for i, value in enumerate(range_values)]
     source = number_table(dynamodb, {"h": "HASH", "r": "RANGE"}, rows)
+
+    caplog.set_level(logging.INFO, logger="migrator.target.delta_number_keys")
 
     path = copy(tmp_path, endpoint_url, spark, source)
 
@@ -104,6 +107,8 @@ def test_each_number_key_is_decided_on_its_own(dynamodb, endpoint_url, spark, tm
     copied = rows_by_item_key(path, ("h", "r"))
     assert sorted(copied) == sorted((row["h"], row["r"]) for row in rows)
     assert all(row["r"] == r and row["h"] == Decimal(h) for (h, r), row in copied.items())  # the string exact
+    assert f"number key column 'r' stays a string holding the exact number: {range_values[0]} has" in caplog.text
+    assert "number key column 'h' is typed decimal(38,0)" in caplog.text
 
 
 def test_a_table_with_string_keys_pays_nothing(dynamodb, endpoint_url, spark, tmp_path):

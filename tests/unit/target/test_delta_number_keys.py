@@ -64,3 +64,14 @@ def test_numbers_beyond_38_digits_fit_no_decimal(text):
 def test_a_column_with_no_value_is_not_typed():
     assert scale_of() is None
     assert "no row" in ColumnDigits().why_not()
+
+
+def test_why_a_column_stays_a_string_names_the_values():
+    wide, both = ColumnDigits(), ColumnDigits()
+    for text in ("7", "1E+125"):
+        wide.add(text)
+    for text in (THIRTY_EIGHT_DIGITS, "0.5"):
+        both.add(text)
+    assert wide.why_not() == "1E+125 has 126 integer digits, more than the 38 of a decimal"
+    assert both.why_not() == (f"{THIRTY_EIGHT_DIGITS} has 38 integer digits and 0.5 1 fraction digits, "
+                              "together more than the 38 of a decimal")  # fmt: skip
