@@ -30,7 +30,7 @@ from migrator.config import DeltaTarget
 from migrator.connection import ClientSpec
 from migrator.errors import DeltaTargetError, MigratorError
 from migrator.target.delta_changes import DELETED_COLUMN
-from migrator.target.delta_number_keys import cast_keys, creation_properties, fit_keys
+from migrator.target.delta_number_keys import cast_keys, creation_properties, fit_keys, typed_schema
 from migrator.target.delta_rows import DeltaLayout
 
 TRANSACTION_VERSION = 0  # each segment (or data file) has its own app id, committed once: its one version
@@ -126,8 +126,7 @@ def append_once(
         return False
     failures: list[Exception] = []
     typed = (cast_keys(batch, table, layout, location.uri) for batch in batches)  # a table whose keys were typed
-    schema = cast_keys(layout.arrow_schema().empty_table(), table, layout, location.uri).schema
-    reader = pa.RecordBatchReader.from_batches(schema, _kept_failures(typed, failures))
+    reader = pa.RecordBatchReader.from_batches(typed_schema(layout, table), _kept_failures(typed, failures))
     try:
         write_deltalake(
             table, reader, mode="append", partition_by=list(layout.partition_by) or None,

@@ -170,7 +170,7 @@ def _cast_columns(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays([batch.column(field.name).cast(field.type) for field in schema], schema=schema)
 
 
-def cast_keys(rows: pa.RecordBatch | pa.Table, table: DeltaTable, layout: DeltaLayout, uri: str) -> pa.RecordBatch | pa.Table:
+def cast_keys(rows: pa.RecordBatch, table: DeltaTable, layout: DeltaLayout, uri: str) -> pa.RecordBatch:
     """An append's `rows` with their number keys (strings) cast to the table's decimal columns; unchanged when it
     has none. A key that does not fit its column raises DeltaTargetError naming it (appends run on executors, side
     by side: a rewrite of the table is the driver's, between MERGEs)."""
@@ -196,7 +196,7 @@ def fit_keys(rows: pa.Table, table: DeltaTable, layout: DeltaLayout) -> pa.Table
         try:
             cast = pc.cast(rows.column(index), kind)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            example = next(text for text in rows.column(index).to_pylist() if not _fits(text, kind))
+            example = next((text for text in rows.column(index).to_pylist() if not _fits(text, kind)), "?")
             log.warning(
                 "Delta: the key %s=%s does not fit the table's key column %s %s: rewriting the column, once, as strings "
                 "holding the exact numbers", name, example, name, _decimal_name(kind),
@@ -205,6 +205,11 @@ def fit_keys(rows: pa.Table, table: DeltaTable, layout: DeltaLayout) -> pa.Table
             continue
         rows = rows.set_column(index, rows.schema.field(index).with_type(kind), cast)
     return rows
+
+
+def typed_schema(layout: DeltaLayout, table: DeltaTable) -> pa.Schema:
+    """The layout's Arrow schema with the number key columns the table has typed as its decimals."""
+    return _typed_schema(layout.arrow_schema(), _decimal_keys(table, layout))
 
 
 def _decimal_keys(table: DeltaTable, layout: DeltaLayout) -> dict[str, pa.DataType]:
