@@ -314,7 +314,7 @@ def copy_migrator(client, emulator_url: str, source: Source, segments: int | Non
 def verify_delta(copy: Copy, path: Path, source: Source) -> None:
     """Read the Delta table's key columns back (delta-rs): the copy is good when its rows and keys are the source's."""
     rows = DeltaTable(str(path)).to_pyarrow_table(columns=["pk", "sk"]).to_pylist()
-    keys = {(row["pk"], row["sk"]) for row in rows}
+    keys = {(row["pk"], str(row["sk"])) for row in rows}  # sk typed decimal(38, 0): str() gives the integer's text
     copy.ok = len(rows) == len(source.keys) and keys == source.keys
     copy.check = f"Delta {path.name}: {len(rows):,} rows, {len(keys):,} distinct keys: {'OK' if copy.ok else 'MISMATCH'}"
     print(f"    check {copy.check}")

@@ -81,13 +81,20 @@ def delta_applier(config: MigratorConfig) -> DeltaApplier:
 
 def layout_of_table(table: DeltaTable, target: DeltaTarget) -> DeltaLayout:
     """The table's layout as the snapshot made it: key columns are those neither in target.columns nor
-    `_item`. Only binary keys need their type here (numbers and strings are both text columns)."""
+    `_item`. A string key column is S here whether its keys are strings or untyped numbers (both are text
+    columns); a decimal one holds typed number keys (`migrator.target.delta_number_keys`)."""
     projected = {column.name for column in target.columns}
     fields = json.loads(table.schema().to_json())["fields"]
     keys = tuple(
-        (field["name"], "B" if field["type"] == "binary" else "S")
+        (field["name"], _key_kind(field["type"]))
         for field in fields
         if field["name"] not in projected and field["name"] != ITEM_COLUMN
     )
     columns = tuple((column.name, column.type) for column in target.columns)
     return DeltaLayout(keys, columns, tuple(target.partition_by))
+
+
+def _key_kind(column_type: object) -> str:
+    if column_type == "binary":
+        return "B"
+    return "N" if isinstance(column_type, str) and column_type.startswith("decimal(") else "S"

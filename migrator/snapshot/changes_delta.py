@@ -92,8 +92,9 @@ def merge_incremental(
                  "files under %s) into %s as one commit", summary.items_read, len(files), rows, len(staged),
                  staging.uri(), target.location.uri)  # fmt: skip
         if rows:
-            changes = staged_rows(staging, staged, change_schema(target.layout))
-            merge_stream_once(target.location, target.layout, target.app_id, CHANGES_VERSION, changes)
+            schema = change_schema(target.layout)
+            read_changes = partial(staged_rows, staging, staged, schema)
+            merge_stream_once(target.location, target.layout, target.app_id, CHANGES_VERSION, read_changes)
         summary.files_imported = len(files)
     ledger.record_all([file.file_key for file in files])
 

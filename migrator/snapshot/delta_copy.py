@@ -37,6 +37,7 @@ from migrator.snapshot.segment_delta import DeltaSegmentTask, write_delta_segmen
 from migrator.snapshot.segment_read import read_settings
 from migrator.target.delta import DeltaLocation, check_location, create_table, location_of, segment_app_id, table_identity
 from migrator.target.delta_restart import generation_id, restarts_of
+from migrator.target.delta_number_keys import type_number_keys
 from migrator.target.delta_rows import DeltaLayout, LayoutError
 from migrator.target.tables import TableInfo
 
@@ -142,6 +143,7 @@ def copy_to_delta(
     except KeyboardInterrupt:  # Ctrl+C or SIGTERM: what this run wrote, before the command's last line
         log.info("\n%s", summary.render(ended="interrupted"))
         raise
+    type_number_keys(checks.target.open, checks.layout)  # every segment is in: the keys' scale is known
     summary.finished = time.monotonic()
     return summary
 

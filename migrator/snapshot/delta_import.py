@@ -34,6 +34,7 @@ from migrator.snapshot.runner import UnitJobs, run_units
 from migrator.snapshot.savepoints import ImportProgress, SavepointStore, UnitLedger
 from migrator.source.s3export import ExportManifests, check_files_present, read_manifests
 from migrator.target.delta import check_location, create_table
+from migrator.target.delta_number_keys import type_number_keys
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,7 @@ def import_to_delta(
         merge_incremental(spark, changes, [task.file for task in tasks], summary, ledger)
     elif tasks:
         _import_files(spark, tasks, summary, ledger, import_scale(manifests, done))
+    type_number_keys(checks.target.open, checks.layout)  # every file is in: the keys' scale is known
     summary.finished = time.monotonic()
     return summary
 

@@ -31,6 +31,9 @@ from migrator.connection import ClientSpec
 from migrator.errors import DeltaTargetError, MigratorError
 from migrator.items import Item
 from migrator.target.delta_changes import DELETED_COLUMN
+from migrator.target.delta_number_keys import (
+    StreamOpener, cast_keys, creation_properties, fit_keys, fit_streamed_keys, typed_schema,
+)
 from migrator.target.delta_rows import ITEM_COLUMN, DeltaLayout, key_value
 
 TRANSACTION_VERSION = 0  # each segment (or data file) has its own app id, committed once: its one version
@@ -91,10 +94,12 @@ def check_location(location: DeltaLocation, layout: DeltaLayout) -> DeltaTable |
 
 
 def create_table(location: DeltaLocation, layout: DeltaLayout) -> DeltaTable:
-    """An empty table with the layout's columns (its first commit), so that segments only append."""
+    """An empty table with the layout's columns (its first commit), so that segments only append; number keys
+    are strings until the snapshot is complete (`delta_number_keys`)."""
     return DeltaTable.create(
         location.uri, schema=layout.arrow_schema(), partition_by=list(layout.partition_by) or None,
-        mode="error", storage_options=location.storage_options(),
+        mode="error", storage_options=location.storage_options(), configuration=creation_properties(layout),
+        raise_if_key_not_exists=False,  # the marker is the migrator's own property, unknown to Delta
     )  # fmt: skip
 
 
@@ -123,7 +128,8 @@ def append_once(
     if table.transaction_version(app_id) is not None:
         return False
     failures: list[Exception] = []
-    reader = pa.RecordBatchReader.from_batches(layout.arrow_schema(), _kept_failures(batches, failures))
+    typed = (cast_keys(batch, table, layout, location.uri) for batch in batches)  # a table whose keys were typed
+    reader = pa.RecordBatchReader.from_batches(typed_schema(layout, table), _kept_failures(typed, failures))
     try:
         write_deltalake(
             table, reader, mode="append", partition_by=list(layout.partition_by) or None,
@@ -150,8 +156,9 @@ def _kept_failures(batches: Iterator[pa.RecordBatch], failures: list[Exception])
 
 def _check_layout(location: DeltaLocation, table: DeltaTable, layout: DeltaLayout) -> None:
     expected = _columns(_schema_json(layout))
+    number_keys = {name for name, kind in layout.keys if kind == "N"}
     found = _columns(table.schema().to_json())
-    if found != expected:
+    if [(name, _as_written(kind) if name in number_keys else kind) for name, kind in found] != expected:
         raise DeltaTargetError(
             location.uri,
             f"holds a Delta table with columns {_describe(found)}, but this copy writes {_describe(expected)} "
@@ -166,6 +173,11 @@ def _check_layout(location: DeltaLocation, table: DeltaTable, layout: DeltaLayou
             f"{list(layout.partition_by) or 'empty'}; nothing was written: set partitionBy to the table's, "
             "or target.path to a new location",
         )
+
+
+def _as_written(kind: Any) -> Any:
+    """A number key column's type as segments write it: its `decimal(38, s)` once typed is still the layout's string."""
+    return "string" if isinstance(kind, str) and kind.startswith("decimal(") else kind
 
 
 def _schema_json(layout: DeltaLayout) -> str:
@@ -206,19 +218,21 @@ def merge_once(location: DeltaLocation, layout: DeltaLayout, app_id: str, versio
         return False
     if changes.num_rows == 0:
         return True
-    _merge(table, layout, app_id, version, changes)
+    _merge(table, layout, app_id, version, fit_keys(changes, table, layout))
     return True
 
 
 def merge_stream_once(
-    location: DeltaLocation, layout: DeltaLayout, app_id: str, version: int, changes: pa.RecordBatchReader
+    location: DeltaLocation, layout: DeltaLayout, app_id: str, version: int, read_changes: StreamOpener
 ) -> bool:
     """`merge_once` with the changes as a stream of batches, read once as the MERGE runs, never held whole in
-    Python. The caller knows the stream holds a row (an empty stream would commit an empty MERGE)."""
+    Python. `read_changes(None)` opens the stream; `read_changes(names)` only those columns (the number keys a
+    typed table checks before the MERGE, `fit_streamed_keys`). The caller knows the stream holds a row (an empty
+    stream would commit an empty MERGE)."""
     table = location.open()
     if _applied(location, table, app_id, version):
         return False
-    _merge(table, layout, app_id, version, changes)
+    _merge(table, layout, app_id, version, fit_streamed_keys(read_changes, table, layout))
     return True
 
 

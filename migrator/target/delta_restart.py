@@ -14,7 +14,9 @@ generation n's segments use the copy id `<savepoint name>-restart-n`, its batche
 The emptying commit is made before the checkpoint and the savepoint are dropped: a run killed after it
 but before the drop meets the invalid checkpoint again and restarts once more (another empty commit,
 then the copy); a run killed after the drop finds no savepoint and copies generation n from the start.
-Either way no row is copied twice, and none of the old contents is kept.
+Either way no row is copied twice, and none of the old contents is kept. The emptied table keeps its
+columns' types: number keys typed `decimal(38, s)` stay so (`migrator.target.delta_number_keys`), and
+a key of the new generation that does not fit is refused by name as any later append's is.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from deltalake.exceptions import DeltaError
 
 from migrator.errors import MigratorError
 from migrator.target.delta import DeltaLocation
+from migrator.target.delta_number_keys import typed_schema
 from migrator.target.delta_rows import DeltaLayout
 
 
@@ -49,7 +52,7 @@ def empty_for_restart(location: DeltaLocation, layout: DeltaLayout, replication:
     restart = (table.transaction_version(restart_app_id(replication)) or 0) + 1
     try:
         write_deltalake(
-            table, pa.Table.from_batches([], schema=layout.arrow_schema()), mode="overwrite",
+            table, pa.Table.from_batches([], schema=typed_schema(layout, table)), mode="overwrite",
             partition_by=list(layout.partition_by) or None,
             commit_properties=CommitProperties(app_transactions=[Transaction(restart_app_id(replication), restart)]),
         )  # fmt: skip

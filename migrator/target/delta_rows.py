@@ -2,9 +2,10 @@
 
 A row holds each key attribute in a column named as the attribute, the optional projected
 columns (`target.columns`), and `_item`: the whole item in DynamoDB JSON, binary in base64, so
-every type survives exactly whatever the columns hold. Number keys are strings holding the
-number exactly as DynamoDB gave it: segments are written independently, so no scale chosen from
-one segment's data could be known to fit every other (docs/delta.md).
+every type survives exactly whatever the columns hold. Number keys are written as strings holding
+the number exactly as DynamoDB gave it: segments are written independently, so no scale chosen from
+one segment's data could be known to fit every other. Once the snapshot is complete the driver
+types them `decimal(38, s)` where every key fits (`migrator.target.delta_number_keys`, docs/delta.md).
 
 Pure: no Spark, no AWS, no Delta library; pyarrow builds the batches the writer takes.
 """

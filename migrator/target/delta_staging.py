@@ -91,9 +91,14 @@ def stage(area: StagingArea, name: str, schema: pa.Schema, batches: Iterable[pa.
     return StagedFile(path, rows)
 
 
-def staged_rows(area: StagingArea, files: list[StagedFile], schema: pa.Schema) -> pa.RecordBatchReader:
-    """The staged files, only those listed, as one stream of batches (on the driver): read as the MERGE consumes it."""
+def staged_rows(
+    area: StagingArea, files: list[StagedFile], schema: pa.Schema, columns: list[str] | None = None
+) -> pa.RecordBatchReader:
+    """The staged files, only those listed, as one stream of batches (on the driver): read as the MERGE consumes it.
+    `columns`: only those, else every column of `schema`."""
     dataset = ds.dataset([file.path for file in files], schema=schema, format="parquet", filesystem=area.filesystem())
     # One file and a few batches in flight at a time. The scanner reads on pyarrow's IO threads: delta-rs pulls
     # the stream from its own async runtime, where a read through DeltaStorageHandler would panic.
-    return dataset.scanner(batch_size=ROW_GROUP_ROWS, batch_readahead=2, fragment_readahead=1).to_reader()
+    return dataset.scanner(
+        columns=columns, batch_size=ROW_GROUP_ROWS, batch_readahead=2, fragment_readahead=1
+    ).to_reader()

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import signal
+from decimal import Decimal
 from pathlib import Path
 
 import pyarrow as pa
@@ -120,6 +121,10 @@ def merges(path: Path) -> list[dict]:
     return [commit for commit in log_commits(path) if commit["operation"] == "MERGE"]
 
 
+def sk_type(path: Path) -> pa.DataType:
+    return DeltaTable(str(path)).to_pyarrow_table().schema.field("sk").type
+
+
 def delete_savepoints_of(tmp_path: Path, export) -> None:
     """The worst crash: the MERGE committed, the savepoint not written."""
     export_id = export.folder.rstrip("/").rpartition("/")[2]
@@ -138,6 +143,7 @@ def test_a_full_then_two_incremental_exports_converge_one_merge_each(s3, endpoin
 
     run_in_process(import_config(tmp_path, endpoint_url, full, path, "full.yaml"), spark)
     assert_converged(FULL, path)
+    assert sk_type(path) == pa.decimal128(38, 0)  # the full export's keys typed; the MERGEs below cast theirs
     summary = run_in_process(import_config(tmp_path, endpoint_url, first, path, "first.yaml"), spark)
 
     assert_converged(AFTER_FIRST, path)
@@ -162,6 +168,19 @@ def test_a_full_then_two_incremental_exports_converge_one_merge_each(s3, endpoin
     assert len(log_commits(path)) == commits_before, "a committed incremental export was merged twice"
     assert (found.files_imported, found.puts, found.deletes) == (2, 0, 0)
     assert_converged(AFTER_SECOND, path)
+    assert sk_type(path) == pa.decimal128(38, 0)
+
+
+def test_an_incremental_export_into_an_empty_path_creates_the_table_and_types_its_number_keys(s3, endpoint_url, spark,
+                                                                                               tmp_path):  # fmt: skip
+    path = tmp_path / "lake"
+    first = incremental_export(s3, create_bucket(s3), FIRST, DYNAMODB_JSON)
+
+    run_in_process(import_config(tmp_path, endpoint_url, first, path, "first.yaml"), spark)
+
+    rows = DeltaTable(str(path)).to_pyarrow_table().to_pylist()
+    assert rows and sk_type(path) == pa.decimal128(38, 0)
+    assert all(row["sk"] == Decimal(json.loads(row["_item"])["sk"]["N"]) for row in rows)
 
 
 def test_kill_9_mid_incremental_import_then_rerun_converges_merged_once(s3, endpoint_url, spark, tmp_path):
@@ -196,7 +215,7 @@ def test_an_incremental_export_with_other_keys_than_the_table_is_refused(s3, end
     result = run_job(import_config(tmp_path, endpoint_url, other, path, "other.yaml", tableDescription=description))
 
     assert result.returncode == 2, result.stdout + result.stderr
-    assert_one_clear_line(result, [str(path), "holds a Delta table with columns pk string, sk string, _item string",
+    assert_one_clear_line(result, [str(path), "holds a Delta table with columns pk string, sk decimal(38,0), _item string",
                                    "nothing was written"])  # fmt: skip
     assert log_commits(path) == commits_before
     assert sorted((tmp_path / "savepoints").iterdir()) == savepoints_before

@@ -21,6 +21,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from migrator.items import from_dynamodb_json, to_dynamodb_json
+from migrator.target.delta_number_keys import TYPING_APP_ID
 from migrator.validate.compare import items_equal
 from testsupport.all_types import all_types_items, create_all_types_table
 from testsupport.endpoint import TEST_ACCESS_KEY, TEST_REGION, TEST_SECRET_KEY, put_items, reaching, scan_all, side
@@ -90,7 +91,11 @@ def local_commits(path: Path) -> list[dict]:
 
 
 def app_ids(commits: list[dict]) -> list[str]:
-    return [txn["appId"] for commit in commits for txn in commit.get("txn", [])]
+    """The snapshot's application transactions (segments, data files): the number keys' typing left out."""
+    return [txn["appId"] for commit in commits for txn in commit.get("txn", []) if txn["appId"] != TYPING_APP_ID]
+
+
+TYPING_COMMITS = 2  # a table with a number key: its rewrite as decimal(38, s), then the marker saying so
 
 
 # ---- the all-types table, exact ----
@@ -109,14 +114,14 @@ def test_all_types_into_a_local_delta_table_exactly(dynamodb, endpoint_url, spar
     table = DeltaTable(str(path))
     assert_exactly(source_items, table_items(table))
     rows = table.to_pyarrow_table()
-    assert rows.schema.field("pk").type == pa.string() and rows.schema.field("sk").type in (pa.string(), pa.large_string())
-    assert sorted(rows.column("sk").to_pylist(), key=float) == sorted((i["sk"]["N"] for i in source_items), key=float)
+    assert rows.schema.field("pk").type == pa.string() and rows.schema.field("sk").type == pa.decimal128(38, 1)  # -5.5
+    assert sorted(rows.column("sk").to_pylist()) == sorted(Decimal(i["sk"]["N"]) for i in source_items)
     scalars = rows.filter(pa.compute.equal(rows.column("pk"), "scalars")).to_pylist()[0]
     assert (scalars["n38"], scalars["n_max"], scalars["s"]) == (Decimal("12345678901234567890123456789012345678"), None, "plain")
     assert summary.unfit_values == 1  # n_max (9.99...E+125) fits no decimal(38, 0): null there, exact in _item
     assert table.metadata().partition_columns == ["pk"]
     commits = local_commits(path)
-    assert len(commits) == 1 + ALL_TYPES_SEGMENTS  # the table's creation, then one commit per segment
+    assert len(commits) == 1 + ALL_TYPES_SEGMENTS + TYPING_COMMITS  # the table's creation, a commit per segment
     ids = app_ids(commits)
     assert len(ids) == len(set(ids)) == ALL_TYPES_SEGMENTS
     assert all(app_id.endswith(f"-of-{ALL_TYPES_SEGMENTS}") for app_id in ids)
@@ -133,7 +138,7 @@ def test_all_types_into_the_emulator_s3_exactly(dynamodb, s3, endpoint_url, spar
     table = DeltaTable(f"s3://{bucket}/tables/orders", storage_options=s3_options(endpoint_url))
     assert_exactly(source_items, table_items(table))
     keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="tables/orders/_delta_log/")["Contents"]]
-    assert len([k for k in keys if k.endswith(".json")]) == 1 + ALL_TYPES_SEGMENTS
+    assert len([k for k in keys if k.endswith(".json")]) == 1 + ALL_TYPES_SEGMENTS + TYPING_COMMITS
 
 
 # ---- exactly once ----
@@ -151,7 +156,7 @@ def test_a_rerun_without_the_savepoint_finds_every_segment_committed(dynamodb, e
     summary = run_in_process(config, spark)
 
     assert (summary.segments_found_committed, summary.scanned, summary.written) == (ALL_TYPES_SEGMENTS, 0, 0)
-    assert len(local_commits(path)) == 1 + ALL_TYPES_SEGMENTS
+    assert len(local_commits(path)) == 1 + ALL_TYPES_SEGMENTS + TYPING_COMMITS  # nor typed again
     assert_exactly(scan_all(dynamodb, all_types_table), table_items(DeltaTable(str(path))))
 
 
@@ -177,7 +182,7 @@ def test_kill_9_mid_snapshot_then_rerun_gives_every_row_once(dynamodb, endpoint_
     commits = local_commits(path)
     ids = app_ids(commits)
     assert len(ids) == len(set(ids)) == SEGMENTS  # no segment committed twice
-    assert len([c for c in commits if "add" in c]) == SEGMENTS
+    assert len([c for c in commits if "add" in c]) == SEGMENTS + 1  # and the number keys' one rewrite
 
 
 # ---- bad input: one line, exit 2, nothing written ----
@@ -346,12 +351,13 @@ def test_a_full_export_into_delta_exactly_one_commit_per_file(s3, endpoint_url, 
 
     assert (summary.files_imported, summary.items_read) == (2, len(items))
     assert_exactly(items, table_items(DeltaTable(str(path))))
+    assert DeltaTable(str(path)).to_pyarrow_table().schema.field("sk").type == pa.decimal128(38, 1)  # typed once all is in
     commits = local_commits(path)
-    assert len(commits) == 1 + 2 and sorted(i.rpartition("-file-")[2] for i in app_ids(commits)) == sorted(export.data_keys)
+    assert len(commits) == 1 + 2 + TYPING_COMMITS and sorted(i.rpartition("-file-")[2] for i in app_ids(commits)) == sorted(export.data_keys)
 
     for savepoint in (tmp_path / "savepoints").glob("savepoint_*.yaml"):  # the worst crash: committed, not saved
         savepoint.unlink()
     run_in_process(config, spark)
 
-    assert len(local_commits(path)) == 1 + 2
+    assert len(local_commits(path)) == 1 + 2 + TYPING_COMMITS
     assert_exactly(items, table_items(DeltaTable(str(path))))

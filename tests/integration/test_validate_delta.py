@@ -69,7 +69,13 @@ def key_of(item: dict) -> dict:
 
 
 def where_key(item: dict) -> str:
-    return f"pk = '{item['pk']['S']}' AND sk = '{item['sk']['N']}'"
+    return f"pk = '{item['pk']['S']}' AND sk = {item['sk']['N']}"  # sk is typed decimal(38, s) after the snapshot
+
+
+def row_of(item: dict, schema: pa.Schema) -> pa.Table:
+    """The item as a row of the table: sk cast to the table's column type (a decimal once the keys are typed)."""
+    sk = pa.array([item["sk"]["N"]]).cast(schema.field("sk").type)
+    return pa.table({"pk": [item["pk"]["S"]], "sk": sk, "_item": [json.dumps(item)]}, schema=schema)
 
 
 def plant(uri: str, storage_options: dict | None, items: list[dict]) -> tuple[dict, dict, dict]:
@@ -81,7 +87,7 @@ def plant(uri: str, storage_options: dict | None, items: list[dict]) -> tuple[di
     edited = item_json(dict(changed, planted={"S": "only in the target"}))
     table.update(updates={"_item": "'" + edited.replace("'", "''") + "'"}, predicate=where_key(changed))
     extra = {"pk": {"S": "delta-extra"}, "sk": {"N": "7"}, "a": {"S": "x"}}
-    row = pa.table({"pk": ["delta-extra"], "sk": ["7"], "_item": [json.dumps(extra)]}, schema=pa.schema(table.schema().to_arrow()))
+    row = row_of(extra, pa.schema(table.schema().to_arrow()))
     write_deltalake(table, row, mode="append")
     return key_of(gone), key_of(changed), key_of(extra)
 
@@ -212,8 +218,7 @@ def test_kill_9_mid_read_then_the_rerun_resumes_on_the_version_it_pinned(dynamod
     read_before, _ = validation_units(tmp_path / "savepoints")
     assert 2 <= len(read_before) < segments + 1
     extra = {"pk": {"S": "after-the-kill"}, "sk": {"N": "1"}}
-    write_deltalake(str(path), pa.table({"pk": ["after-the-kill"], "sk": ["1"], "_item": [json.dumps(extra)]},
-                                        schema=pa.schema(DeltaTable(str(path)).schema().to_arrow())), mode="append")  # fmt: skip
+    write_deltalake(str(path), row_of(extra, pa.schema(DeltaTable(str(path)).schema().to_arrow())), mode="append")
 
     code, resumed, stdout = validate(slow, tmp_path)
 
