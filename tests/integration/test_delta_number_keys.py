@@ -15,9 +15,9 @@ import pytest
 from deltalake import DeltaTable
 
 from migrator.errors import DeltaTargetError
-from migrator.target.delta import DeltaLocation, append_once, create_table, merge_once
+from migrator.target.delta import DeltaLocation, append_once, create_table, merge_once, merge_stream_once
 from migrator.target.delta_changes import change_batch
-from migrator.target.delta_number_keys import DECIDED, MARKER, PENDING, TYPING_APP_ID, type_number_keys
+from migrator.target.delta_number_keys import DECIDED, MARKER, PENDING, TYPING_APP_ID, StreamOpener, type_number_keys
 from migrator.target.delta_rows import DeltaLayout, RowCounts, record_batch
 from testsupport.endpoint import put_items, side
 from testsupport.jobs import run_in_process, write_config
@@ -202,6 +202,45 @@ def test_a_change_whose_key_does_not_fit_turns_the_column_back_to_exact_strings(
     assert not replayed  # a replay after a stop is recognized as ever
     assert merge_once(location, LAYOUT, "replication", 1, changes((keys_of(item("1", "")), None)))
     assert sorted(row["sk"] for row in location.open().to_pyarrow_table().to_pylist()) == sorted(["2.5", sk])
+
+
+def streamed(rows: pa.Table) -> StreamOpener:
+    """MERGE rows as an incremental export's staged files give them: a stream of one-row batches, or some columns."""
+
+    def read(columns: list[str] | None) -> pa.RecordBatchReader:
+        part = rows if columns is None else rows.select(columns)
+        return pa.RecordBatchReader.from_batches(part.schema, part.to_batches(max_chunksize=1))
+
+    return read
+
+
+def test_streamed_changes_merged_into_typed_keys_converge(tmp_path):
+    location = typed_table(tmp_path, [item("1", "one"), item("2", "two"), item("3.5", "three")])
+
+    assert merge_stream_once(location, LAYOUT, "export", 0, streamed(changes(
+        (keys_of(item("1", "")), item("1", "updated")), (keys_of(item("2", "")), None), (keys_of(item("7", "")), item("7", "new")),
+    )))  # fmt: skip
+
+    table = location.open().to_pyarrow_table()
+    assert table.schema.field("sk").type == pa.decimal128(38, 1)
+    rows = {row["sk"]: json.loads(row["_item"]) for row in table.to_pylist()}
+    assert rows == {Decimal("1"): item("1", "updated"), Decimal("3.5"): item("3.5", "three"), Decimal("7"): item("7", "new")}
+
+
+def test_a_streamed_key_that_does_not_fit_turns_the_column_to_exact_strings_before_the_merge(tmp_path, caplog):
+    """The unfit key is in the stream's last batch: the keys are read whole before the MERGE reads its first row."""
+    location = typed_table(tmp_path, [item("1", "one"), item("2.5", "two")])
+
+    assert merge_stream_once(location, LAYOUT, "export", 0, streamed(changes(
+        (keys_of(item("1", "")), item("1", "updated")), (keys_of(item("0.25", "")), item("0.25", "finer")),
+    )))  # fmt: skip
+
+    table = location.open()
+    assert table.to_pyarrow_table().schema.field("sk").type in (pa.string(), pa.large_string())
+    rows = {row["sk"]: json.loads(row["_item"]) for row in table.to_pyarrow_table().to_pylist()}
+    assert rows == {"1": item("1", "updated"), "2.5": item("2.5", "two"), "0.25": item("0.25", "finer")}
+    assert "the key sk=0.25 does not fit the table's key column sk decimal(38,1)" in caplog.text
+    assert table.transaction_version(TYPING_APP_ID) == 1 and table.transaction_version("export") == 0
 
 
 def test_an_append_whose_key_does_not_fit_the_typed_column_is_refused(tmp_path):
