@@ -9,12 +9,15 @@ import shutil
 import time
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
+from deltalake import DeltaTable
 
 from migrator.config import load_config
 from migrator.errors import DeltaTargetError
 from migrator.run import migrate
 from migrator.target.delta import DeltaLocation, create_table
+from migrator.target.delta_number_keys import MARKER, PENDING
 from migrator.target.delta_rows import DeltaLayout
 from testsupport.endpoint import put_items, reaching, scan_all, side
 from testsupport.jobs import write_config
@@ -102,6 +105,9 @@ def test_changes_only_into_an_empty_path_creates_the_table_and_merges_every_chan
     assert commits[0]["operation"] == "CREATE TABLE" and not commits[0]["txn"], commits[0]
     loaded = load_config(str(config)).config
     assert_merges_only(commits[1:], loaded.kinesis_app_name or f"migrator_{source}")
+    table = DeltaTable(str(path))  # no snapshot chose a scale: the number key stays DynamoDB's exact text
+    assert pa.schema(table.schema().to_arrow()).field("sk").type in (pa.string(), pa.large_string())
+    assert table.metadata().configuration[MARKER] == PENDING
 
     # The table is deleted while the job is stopped: the checkpoint resumes after batches merged into it, so a
     # new empty table would silently lack them. Refused, nothing written.
@@ -144,6 +150,8 @@ def test_changes_only_into_a_table_an_earlier_snapshot_wrote_on_s3_merges_into_i
     commits = s3_log_commits(s3, path)
     assert commits[: len(copied)] == copied, "the table's earlier commits changed"
     assert_merges_only(commits[len(copied):], f"migrator_{source}")
+    typed = pa.schema(DeltaTable(path, storage_options=options).schema().to_arrow()).field("sk").type
+    assert str(typed).startswith("decimal"), typed  # the snapshot typed it; the changes' keys were cast to it
 
 
 def test_changes_only_into_a_table_with_other_columns_is_refused_before_anything_is_written(

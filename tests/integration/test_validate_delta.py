@@ -75,7 +75,7 @@ def where_key(item: dict) -> str:
 def row_of(item: dict, schema: pa.Schema) -> pa.Table:
     """The item as a row of the table: sk cast to the table's column type (a decimal once the keys are typed)."""
     sk = pa.array([item["sk"]["N"]]).cast(schema.field("sk").type)
-    return pa.table({"pk": [item["pk"]["S"]], "sk": sk, "_item": [json.dumps(item)]}, schema=schema)
+    return pa.table({"pk": [item["pk"]["S"]], "sk": sk, "_item": [item_json(item)]}, schema=schema)
 
 
 def plant(uri: str, storage_options: dict | None, items: list[dict]) -> tuple[dict, dict, dict]:
@@ -271,8 +271,7 @@ def test_differences_fixed_before_the_recheck_are_not_reported_a_lasting_one_is(
     table = DeltaTable(str(path))
     table.delete(where_key(extra))
     gone = next(item for item in items if key_of(item) == missing)
-    write_deltalake(table, pa.table({"pk": [gone["pk"]["S"]], "sk": [gone["sk"]["N"]], "_item": [item_json(gone)]},
-                                    schema=pa.schema(table.schema().to_arrow())), mode="append")  # fmt: skip
+    write_deltalake(table, row_of(gone, pa.schema(table.schema().to_arrow())), mode="append")
     fixed_at = time.monotonic()
     output, _ = job.communicate(timeout=300)
 
