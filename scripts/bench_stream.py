@@ -344,11 +344,12 @@ class JobEndpoint(FaultProxy):
 
 
 def delta_versions(path: Path) -> dict[tuple[str, str], int | None]:
-    """Every key of the Delta table and its v (None for items no benchmark write touched), from `_item`."""
+    """Every key of the Delta table and its v (None for items no benchmark write touched), from `_item`: the key
+    as the writer spells it (the sk column is a decimal once the snapshot types the number keys)."""
     versions = {}
-    for row in DeltaTable(str(path)).to_pyarrow_table(columns=["pk", "sk", "_item"]).to_pylist():
+    for row in DeltaTable(str(path)).to_pyarrow_table(columns=["_item"]).to_pylist():
         item = json.loads(row["_item"])
-        versions[(row["pk"], row["sk"])] = int(Decimal(item["v"]["N"])) if "v" in item else None
+        versions[(item["pk"]["S"], item["sk"]["N"])] = int(Decimal(item["v"]["N"])) if "v" in item else None
     return versions
 
 
