@@ -25,7 +25,8 @@
     │   ├── ExportPathError          target.path cannot take an S3 export (found before writing)
     │   │   └── ExportExists         target.path already holds an export, finished or not
     │   ├── ExportUnfinished         writing an S3 export failed part way; says what to delete
-    │   └── DeltaTargetError         target.path cannot take this Delta table (found before writing)
+    │   ├── DeltaTargetError         target.path cannot take this Delta table (found before writing)
+    │   └── DeltaWriteFailed         retryable: delta-rs could not read, write or commit (storage, a conflict)
     ├── ReportUnwritable             the validation report's path cannot be written
     ├── ValidationFailed             a validation could not finish (exit 3: neither equal nor different)
     ├── SavepointError               a savepoint cannot be read, written or honoured
@@ -299,6 +300,19 @@ class DeltaTargetError(TargetError):
     def __init__(self, where: str, reason: str):
         self.where = where
         super().__init__(f"target.path {where}: {reason}")
+
+
+class DeltaWriteFailed(TargetError):
+    """delta-rs could not read, write or commit the table (storage trouble, a commit conflict). Retryable: every
+    commit carries an application transaction, so writing again never applies anything twice."""
+
+    retryable = True
+    exit_code = 1
+
+    def __init__(self, doing: str, cause: Exception, then: str = ""):
+        self.doing = doing
+        reason = f"{doing} failed ({type(cause).__name__}: {str(cause)[:300]})"
+        super().__init__(f"{reason}; {then}" if then else reason)
 
 
 class SameTable(TargetError):

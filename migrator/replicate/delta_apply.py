@@ -23,7 +23,7 @@ from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError
 
 from migrator.config import DeltaTarget, MigratorConfig
-from migrator.errors import DeltaTargetError, MigratorError
+from migrator.errors import DeltaTargetError, DeltaWriteFailed
 from migrator.replicate.apply import ApplyOutcome
 from migrator.replicate.checkpoint import app_name
 from migrator.target.delta import DeltaLocation, check_location, location_of, merge_once
@@ -49,12 +49,10 @@ class DeltaApplier:
         try:
             merged = merge_once(self.location, self.layout, self.app_id, batch_id, rows)
         except (DeltaError, OSError) as exc:
-            error = MigratorError(
-                f"merging batch {batch_id} into the Delta table {self.location.uri} failed "
-                f"({type(exc).__name__}: {str(exc)[:300]}); run the job again: the batch is replayed"
-            )
-            error.retryable = True
-            raise error from None
+            raise DeltaWriteFailed(
+                f"merging batch {batch_id} into the Delta table {self.location.uri}", exc,
+                "run the job again: the batch is replayed",
+            ) from None
         if not merged:
             log.info(
                 "replicate: batch %d is in the Delta table already (app id %r, committed before a stop): not applied again",

@@ -28,7 +28,7 @@ from migrator import aws
 from migrator.aws import translated
 from migrator.config import DeltaTarget
 from migrator.connection import ClientSpec
-from migrator.errors import DeltaTargetError, MigratorError
+from migrator.errors import DeltaTargetError, DeltaWriteFailed
 from migrator.items import Item
 from migrator.target.delta_changes import DELETED_COLUMN
 from migrator.target.delta_number_keys import (
@@ -140,9 +140,7 @@ def append_once(
             raise failures[0] from None
         if not isinstance(exc, (DeltaError, OSError)):
             raise
-        error = MigratorError(f"delta-rs could not write ({type(exc).__name__}: {exc})")
-        error.retryable = True  # storage or commit trouble: writing again is safe (the app id decides)
-        raise error from None
+        raise DeltaWriteFailed(f"appending to the Delta table {location.uri}", exc) from None
     return True
 
 

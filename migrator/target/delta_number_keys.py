@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import DeltaError
 
-from migrator.errors import DeltaTargetError, MigratorError
+from migrator.errors import DeltaTargetError, DeltaWriteFailed
 from migrator.target.delta_rows import ITEM_COLUMN, DeltaLayout
 
 log = logging.getLogger(__name__)
@@ -124,12 +124,10 @@ def type_number_keys(open_table: Callable[[], DeltaTable], layout: DeltaLayout) 
                 _rewrite(table, types)
         table.alter.set_table_properties({MARKER: DECIDED}, raise_if_not_exists=False)
     except (DeltaError, OSError) as exc:
-        error = MigratorError(
-            f"typing the number keys of the Delta table {table.table_uri} failed ({type(exc).__name__}: "
-            f"{str(exc)[:300]}); run the job again: the snapshot is complete, and the keys are typed then"
-        )
-        error.retryable = True
-        raise error from None
+        raise DeltaWriteFailed(
+            f"typing the number keys of the Delta table {table.table_uri}", exc,
+            "run the job again: the snapshot is complete, and the keys are typed then",
+        ) from None
 
 
 def _chosen_types(table: DeltaTable, names: list[str], partition_columns: set[str]) -> dict[str, pa.DataType]:

@@ -30,7 +30,7 @@ from deltalake.exceptions import DeltaError
 from deltalake.fs import DeltaStorageHandler
 from pyarrow.fs import PyFileSystem
 
-from migrator.errors import MigratorError
+from migrator.errors import DeltaWriteFailed
 from migrator.target.delta import DeltaLocation
 
 STAGING_FOLDER = "_migrator_staging"  # `_`-prefixed: not a Delta table folder, skipped by readers and VACUUM
@@ -70,7 +70,7 @@ def new_staging(location: DeltaLocation, app_id: str) -> StagingArea:
 def stage(area: StagingArea, name: str, schema: pa.Schema, batches: Iterable[pa.RecordBatch]) -> StagedFile | None:
     """Write the batches as one Parquet file `name` in the staging folder, batch by batch (on an executor).
 
-    None when there is no row (no file is written). A storage failure is a retryable MigratorError:
+    None when there is no row (no file is written). A storage failure is a retryable DeltaWriteFailed:
     the attempt's file is then never listed, and the next attempt writes its own.
     """
     path = f"{area.folder}/{name}"
@@ -85,9 +85,7 @@ def stage(area: StagingArea, name: str, schema: pa.Schema, batches: Iterable[pa.
                 writer.write_batch(batch, row_group_size=ROW_GROUP_ROWS)
                 rows += batch.num_rows
     except (DeltaError, OSError) as exc:
-        error = MigratorError(f"staging MERGE rows at {area.uri()}/{name} failed ({type(exc).__name__}: {exc})")
-        error.retryable = True
-        raise error from None
+        raise DeltaWriteFailed(f"staging MERGE rows at {area.uri()}/{name}", exc) from None
     return StagedFile(path, rows)
 
 

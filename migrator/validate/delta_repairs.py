@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 from deltalake.exceptions import DeltaError
 
-from migrator.errors import MigratorError
+from migrator.errors import DeltaWriteFailed
 from migrator.items import Item
 from migrator.target.delta import DeltaLocation, merge_once
 from migrator.target.delta_changes import change_batch, change_schema
@@ -100,9 +100,7 @@ class DeltaRepairMerge:
             return merge_once(self.location, self.layout, app_id, self.version,
                               pa.Table.from_batches([rows], schema=change_schema(self.layout)))  # fmt: skip
         except (DeltaError, OSError) as exc:
-            error = MigratorError(
-                f"merging the repairs into the Delta table {self.location.uri} failed ({type(exc).__name__}: "
-                f"{str(exc)[:300]}); run the validation again: it resumes, and a bucket merged is not merged twice"
-            )
-            error.retryable = True
-            raise error from None
+            raise DeltaWriteFailed(
+                f"merging the repairs into the Delta table {self.location.uri}", exc,
+                "run the validation again: it resumes, and a bucket merged is not merged twice",
+            ) from None

@@ -16,6 +16,7 @@ from migrator.errors import (
     CheckpointError,
     ConfigError,
     DeltaTargetError,
+    DeltaWriteFailed,
     EndpointUnreachable,
     ExportExists,
     ExportPathError,
@@ -78,6 +79,8 @@ EXAMPLES: list[tuple[MigratorError, dict[str, object]]] = [
     (TargetSchemaMismatch("tgt", "pk HASH", "id HASH"), {"table": "tgt"}),
     (ExportPathError("s3://b/p/", "bucket 'b' does not exist"), {"where": "s3://b/p/"}),
     (DeltaTargetError("s3://b/t", "holds files but no Delta table"), {"where": "s3://b/t"}),
+    (DeltaWriteFailed("merging batch 7 into the Delta table s3://b/t", OSError("connection reset"), "run again"),
+     {"doing": "merging batch 7 into the Delta table s3://b/t"}),
     (ExportExists("/data/x", ["/data/x/AWSDynamoDB/01714557600000-abcdef12/"], False),
      {"where": "/data/x", "folders": ["/data/x/AWSDynamoDB/01714557600000-abcdef12/"]}),
     (ExportUnfinished("s3://b/p/AWSDynamoDB/01714557600000-abcdef12/", "copying scan segment 1 of 4: denied"),
@@ -110,7 +113,7 @@ EXAMPLES: list[tuple[MigratorError, dict[str, object]]] = [
      {"reason": "the stream offset is damaged (not JSON)", "location": None}),
 ]
 
-RETRYABLE_CLASSES = {EndpointUnreachable, TransientAwsError}
+RETRYABLE_CLASSES = {EndpointUnreachable, TransientAwsError, DeltaWriteFailed}
 
 
 def example_id(example) -> str:
@@ -158,6 +161,7 @@ def test_hierarchy_matches_the_module_docstring():
     assert StreamGap.__bases__ == (SourceError,)
     assert TargetSchemaMismatch.__bases__ == (TargetError,)
     assert ExportPathError.__bases__ == (TargetError,) and ExportUnfinished.__bases__ == (TargetError,)
+    assert DeltaTargetError.__bases__ == (TargetError,) and DeltaWriteFailed.__bases__ == (TargetError,)
     assert ExportExists.__bases__ == (ExportPathError,)
     assert PortUnavailable.__bases__ == (StartupFailed,)
     assert MetricsPortUnavailable.__bases__ == (PortUnavailable,) and ProgressPortUnavailable.__bases__ == (PortUnavailable,)
@@ -205,6 +209,9 @@ def test_messages_are_built_from_facts():
     assert "delete the checkpoint directory and the savepoint" in checkpoint
     assert str(CheckpointError("x")).startswith("checkpoint: x; ")
     assert str(CheckpointError("x", ways_out="Do Y")) == "checkpoint: x; stopped rather than skip changes. Do Y"
+    merge = str(DeltaWriteFailed("merging batch 7 into the Delta table s3://b/t", OSError("x" * 400), "run again"))
+    assert merge == f"merging batch 7 into the Delta table s3://b/t failed (OSError: {'x' * 300}); run again"
+    assert str(DeltaWriteFailed("staging", ValueError("bad"))) == "staging failed (ValueError: bad)"
     gap = str(StreamGap("table 'live' has no stream"))
     assert gap.startswith("table 'live' has no stream. Nothing was written. Ways out: take a new export")
     assert "source type: dynamodb with target.streamChanges: true" in gap and "source.acceptStreamGap: true" in gap
@@ -222,6 +229,7 @@ def test_exit_codes_separate_user_fixes_from_transient_failures():
     assert StartupFailed("starting Spark", "boom", "fix it").exit_code == 2  # before anything is written
     assert MetricsPortUnavailable(9100, OSError(errno.EACCES, "Permission denied")).exit_code == 2
     assert RenameCollision("{}", "a", "b").exit_code == 1  # found while copying: rerun to resume
+    assert DeltaWriteFailed("merging", OSError("x")).exit_code == 1  # a target error met while writing, not before
 
 
 def test_startup_messages_say_nothing_was_written_and_the_ways_out():
