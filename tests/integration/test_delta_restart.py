@@ -3,7 +3,8 @@ the table is copied again under new segment ids, and the changes are merged unde
 ends equal to the source with no row twice, also after a kill -9 anywhere in the restart.
 
 Kinesis mode: a restart replays from its own instant, so the deletions made while the job was stopped are not
-in what it replays: only a copy that starts from an empty table drops those items. In process on moto over
+in what it replays: only a copy that starts from an empty table drops those items. DynamoDB Streams mode, on the
+emulator's S3: the same restart, and the snapshot's decimal number keys stay typed. In process on moto over
 HTTP, except the kills, which run through spark-submit.
 """
 
@@ -17,18 +18,21 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
 from migrator.config import load_config
 from migrator.errors import CheckpointError
-from testsupport.endpoint import put_items, scan_all, side
+from testsupport.endpoint import put_items, reaching, scan_all, side
 from testsupport.jobs import drain, start_job, write_config
 from testsupport.kinesis_runs import create_stream, run, write_changes
 from testsupport.replication import age_checkpoint
+from testsupport.s3_exports import create_bucket
 from testsupport.sample_data import create_sample_table, make_item, make_items
 
-from tests.integration.test_delta_replication import delta_items, log_commits, same_items
+from tests.integration.test_delta_replication import delta_items, log_commits, s3_log_commits, same_items
+from tests.integration.test_delta_target import s3_options
 from tests.integration.test_replicate_scripted import committed
 
 pytestmark = pytest.mark.integration
@@ -37,7 +41,7 @@ ITEMS = 30
 SECONDS = 180
 
 
-def converging(dynamodb, source: str, path: Path, checkpoint: Path, actions=()):
+def converging(dynamodb, source: str, path: Path | str, checkpoint: Path, actions=(), storage_options=None):
     """A should_stop: run each action once (one per call), then stop once the table equals the source and
     Spark committed every batch."""
     pending, deadline = list(actions), time.monotonic() + SECONDS
@@ -47,7 +51,7 @@ def converging(dynamodb, source: str, path: Path, checkpoint: Path, actions=()):
             pending.pop(0)()
             return False
         assert time.monotonic() < deadline, f"the Delta table did not converge in {SECONDS} s: {summary}"
-        return same_items(scan_all(dynamodb, source), delta_items(path)) and committed(checkpoint)
+        return same_items(scan_all(dynamodb, source), delta_items(path, storage_options)) and committed(checkpoint)
 
     return should_stop
 
@@ -82,10 +86,10 @@ def app_ids(commits: list[dict]) -> list[str]:
     return [txn["appId"] for commit in commits for txn in commit["txn"]]
 
 
-def assert_each_segment_and_batch_once(path: Path) -> None:
-    counts = Counter(app_id for app_id in app_ids(log_commits(path)) if "-segment-" in app_id)
+def assert_each_segment_and_batch_once(commits: list[dict]) -> None:
+    counts = Counter(app_id for app_id in app_ids(commits) if "-segment-" in app_id)
     assert counts and max(counts.values()) == 1, f"a segment was committed twice: {counts}"
-    merges = [(c["txn"][0]["appId"], c["txn"][0]["version"]) for c in log_commits(path) if c["operation"] == "MERGE"]
+    merges = [(c["txn"][0]["appId"], c["txn"][0]["version"]) for c in commits if c["operation"] == "MERGE"]
     assert len(merges) == len(set(merges)), f"a batch was merged twice: {merges}"
 
 
@@ -106,7 +110,44 @@ def test_restart_empties_the_table_in_one_commit_then_copies_and_replicates_it_a
     assert len(segments) == 2 and all(re.search(r"-restart-1-segment-\d-of-2$", a) for a in segments), segments
     merges = [c for c in restart if c["operation"] == "MERGE"]
     assert merges and all(c["txn"][0]["appId"] == f"{app}-restart-1" for c in merges), merges
-    assert_each_segment_and_batch_once(path)
+    assert_each_segment_and_batch_once(log_commits(path))
+
+
+def test_a_dynamodb_streams_restart_into_a_table_on_s3_empties_it_once_and_keeps_its_number_keys_typed(
+    dynamodb, s3, endpoint_url, table_name, tmp_path, spark
+):
+    source = table_name("delta-restart-streams")
+    create_sample_table(dynamodb, source)
+    put_items(dynamodb, source, make_items(ITEMS))
+    path, options, checkpoint = f"s3://{create_bucket(s3)}/tables/orders", s3_options(endpoint_url), tmp_path / "checkpoint"
+    document = {
+        "source": side(endpoint_url, source, scanSegments=2),
+        "target": {"type": "delta", "path": path, "streamChanges": True, **reaching(endpoint_url)},
+        "checkpointLocation": str(checkpoint),
+        "savepoints": {"path": str(tmp_path / "savepoints")},
+    }  # fmt: skip
+    run(write_config(tmp_path, document), spark,
+        converging(dynamodb, source, path, checkpoint, [write_changes(dynamodb, source, 100)], options))  # fmt: skip
+    before = len(s3_log_commits(s3, path))
+    for i in range(5):  # while stopped
+        dynamodb.delete_item(TableName=source, Key={"pk": make_item(i)["pk"], "sk": make_item(i)["sk"]})
+    age_checkpoint(checkpoint, hours=19)  # past what a DynamoDB stream (24 h) surely still holds
+    document["invalidCheckpointBehavior"] = "restart"
+    config = write_config(tmp_path, document, name="restart.yaml")
+
+    result = run(config, spark, converging(dynamodb, source, path, checkpoint, [write_changes(dynamodb, source, 300)],
+                                           options))  # fmt: skip
+
+    app = f"migrator_{source}"
+    assert result.replication.reinitializations == 1
+    assert same_items(scan_all(dynamodb, source), delta_items(path, options))
+    commits = s3_log_commits(s3, path)
+    assert commits[before] == {"operation": "WRITE", "txn": [{"appId": f"{app}-restart", "version": 1}]}
+    assert_each_segment_and_batch_once(commits)
+    merges = [c for c in commits[before:] if c["operation"] == "MERGE"]
+    assert merges and all(c["txn"][0]["appId"] == f"{app}-restart-1" for c in merges), merges
+    typed = pa.schema(DeltaTable(path, storage_options=options).schema().to_arrow()).field("sk").type
+    assert str(typed).startswith("decimal"), typed  # emptied with its columns as they were
 
 
 def test_without_restart_the_checkpoint_error_names_the_ways_out_a_delta_table_has(
@@ -162,7 +203,7 @@ def test_kill_9_during_a_restart_then_rerun_ends_equal_to_the_source_with_no_row
     result = run(config, spark, converging(dynamodb, source, path, tmp_path / "checkpoint"))
 
     assert same_items(scan_all(dynamodb, source), delta_items(path)), "".join(lines[-60:])
-    assert_each_segment_and_batch_once(path)
+    assert_each_segment_and_batch_once(log_commits(path))
     # Killed before the checkpoint was dropped, the rerun restarts again (a second emptying commit); after, it
     # copies the first restart's generation.
     restarts = DeltaTable(str(path)).transaction_version(f"{load_config(str(config)).config.kinesis_app_name}-restart")
