@@ -131,7 +131,7 @@ def test_a_dynamodb_streams_restart_into_a_table_on_s3_empties_it_once_and_keeps
     before = len(s3_log_commits(s3, path))
     for i in range(5):  # while stopped
         dynamodb.delete_item(TableName=source, Key={"pk": make_item(i)["pk"], "sk": make_item(i)["sk"]})
-    age_checkpoint(checkpoint, hours=19)  # past what a DynamoDB stream (24 h) surely still holds
+    age_checkpoint(checkpoint, hours=19)  # past the 18 h a DynamoDB Streams checkpoint is trusted (records live 24 h)
     document["invalidCheckpointBehavior"] = "restart"
     config = write_config(tmp_path, document, name="restart.yaml")
 
