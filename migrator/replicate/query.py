@@ -22,11 +22,13 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
+from py4j.protocol import Py4JJavaError
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 
 from migrator.config import MigratorConfig
 from migrator.errors import CheckpointError, MigratorError, rebuild_error
+from migrator.hadoop_files import java_reason
 from migrator.metrics import ReplicationMetrics
 from migrator.replicate.apply import (
     ApplyOutcome,
@@ -183,7 +185,8 @@ def replicate(
                 break
             progress = query.lastProgress
             if progress is not None:  # running and reading: the checkpoint is fresh
-                alive.beat()
+                if not _beat(alive, ctrl_c):
+                    break
                 timed_batch = _log_timing(progress, timed_batch)
             # Caught up: the last trigger's reader found nothing new. (isDataAvailable alone is
             # also false while a trigger is still reading, however far behind it is.)
@@ -253,6 +256,24 @@ def caught_up(status: dict) -> bool:
     if status["message"] == _NOTHING_NEW:
         return True
     return status["message"] == _BETWEEN_TRIGGERS and not status["isDataAvailable"] and not status["isTriggerActive"]
+
+
+def _beat(alive: Checkpoint, ctrl_c: "_StopOnCtrlC") -> bool:
+    """Write the heartbeat; False when its write failed because the job is being stopped.
+
+    Hadoop writes a local file with the help of a `chmod` process, a child of the driver's JVM:
+    a signal sent to the job's process group (Ctrl+C at a terminal, a scheduler's kill) ends
+    that process too, and the write fails. The stop was asked for all the same; the heartbeat
+    is written again by the next run. A failure with no stop asked for is still an error.
+    """
+    try:
+        alive.beat()
+    except Py4JJavaError as exc:
+        if not ctrl_c.requested:
+            raise
+        log.info("the heartbeat was not written while stopping (%s)", java_reason(exc))
+        return False
+    return True
 
 
 class _StopOnCtrlC:

@@ -12,9 +12,11 @@ delivers the signal to the JVM and the Python driver alike.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -115,6 +117,55 @@ def test_sigterm_while_replicating_stops_between_batches_and_exits_0(
     again = migrate(load_config(str(config)), lambda: spark, until_converged(dynamodb, source, target, changes, checkpoint))
     assert again.snapshot.segments_resumed == 2 and again.replication.reinitializations == 0
     assert by_key(scan_all(dynamodb, target)) == by_key(scan_all(dynamodb, source))
+
+
+HELD_CHMOD = """#!/bin/sh
+# Hadoop sets a new local file's permissions with `chmod <mode> <file>`; the heartbeat's is held
+# until a signal ends it, as a signal to the job's group ends whatever chmod is running then.
+for argument in "$@"; do
+  case "$argument" in
+    */migrator-heartbeat.json.*.tmp) touch "$HELD_MARKER"; exec sleep 600 ;;
+  esac
+done
+exec {chmod} "$@"
+"""
+
+
+def test_sigterm_to_the_group_while_hadoop_writes_the_heartbeat_still_stops_between_batches(
+    dynamodb, endpoint_url, table_name, tmp_path
+):
+    """Hadoop writes a local file through a `chmod` process, a child of the driver's JVM and so in the
+    job's process group: `kill` of the group ends it as well, and the heartbeat's write fails. The stop
+    was asked for all the same: the job stops between batches, prints its summary and exits 0."""
+    source, target = table_name("term-beat"), table_name("term-beat-copy")
+    create_sample_table(dynamodb, source)
+    put_items(dynamodb, source, make_items(20))
+    bin_dir, held = tmp_path / "bin", tmp_path / "heartbeat-held"
+    bin_dir.mkdir()
+    (bin_dir / "chmod").write_text(HELD_CHMOD.format(chmod=shutil.which("chmod")))
+    (bin_dir / "chmod").chmod(0o755)
+    config = write_config(
+        tmp_path,
+        {
+            "source": side(endpoint_url, source),
+            "target": side(endpoint_url, target, streamChanges=True),
+            "checkpointLocation": str(tmp_path / "checkpoint"),
+        },
+    )
+    lines: list[str] = []
+    job = start_job(config, env={"PATH": f"{bin_dir}{os.pathsep}{job_env()['PATH']}", "HELD_MARKER": str(held)})
+    wait_for_output(job, "replicating changes of", lines)
+    reader = drain(job, lines)
+    deadline = time.monotonic() + 120
+    while not held.exists():
+        assert time.monotonic() < deadline and job.poll() is None, "the heartbeat was never written:\n" + "".join(lines[-60:])
+        time.sleep(0.1)
+
+    send_sigterm(job, "group")
+    assert job.wait(timeout=60) == 0, "".join(lines[-60:])
+    reader.join(timeout=10)
+    output = "".join(lines)
+    assert "replication stopped" in output and "Traceback" not in output, output[-3000:]
 
 
 def test_sigterm_to_spark_submit_during_the_checks_stops_before_anything_is_written(
