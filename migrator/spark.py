@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import threading
+from contextlib import contextmanager
+from typing import Iterator
 
 from pyspark import SparkContext
 from pyspark.java_gateway import ensure_callback_server_started
@@ -81,6 +84,26 @@ def _quiet(spark: SparkSession, loggers: tuple[str, ...]) -> None:
     jvm = spark.sparkContext._jvm
     for name in loggers:
         jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, jvm.org.apache.logging.log4j.Level.ERROR)
+
+
+@contextmanager
+def silenced(spark: SparkSession, jvm_loggers: tuple[str, ...], python_loggers: tuple[str, ...]) -> Iterator[None]:
+    """Turn these log4j and Python loggers off for the block, then give them back their levels."""
+    jvm = spark.sparkContext._jvm
+    configurator, off = jvm.org.apache.logging.log4j.core.config.Configurator, jvm.org.apache.logging.log4j.Level.OFF
+    jvm_levels = {name: jvm.org.apache.logging.log4j.LogManager.getLogger(name).getLevel() for name in jvm_loggers}
+    python_levels = {name: logging.getLogger(name).level for name in python_loggers}
+    for name in jvm_loggers:
+        configurator.setLevel(name, off)
+    for name in python_loggers:
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        for name, level in jvm_levels.items():
+            configurator.setLevel(name, level)
+        for name, level in python_levels.items():
+            logging.getLogger(name).setLevel(level)
 
 
 def _launches_a_local_jvm(master: str | None) -> bool:

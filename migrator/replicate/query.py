@@ -45,7 +45,7 @@ from migrator.replicate.delta_apply import DeltaApplier, delta_applier
 from migrator.replicate.datasource import SOURCE_NAME, changes_source, feed_of
 from migrator.source.dynamodb_streams import StreamInfo
 from migrator.source.kinesis import KinesisStream, epoch_of
-from migrator.spark import leave_ctrl_c_to_the_driver
+from migrator.spark import leave_ctrl_c_to_the_driver, silenced
 from migrator.stream import key_state
 from migrator.stream.offsets import StreamOffset
 
@@ -204,7 +204,8 @@ def replicate(
         stopped_running = stop_requested and (query.isActive or ctrl_c.requested)
         if query.isActive:
             log.info("stopping: the checkpoint keeps the last applied batch")
-            query.stop()
+            with silenced(spark, *_INTERRUPTED_BATCH_REPORTERS):
+                query.stop()
     if failures[:failed_before_stop]:
         raise failures[failed_before_stop - 1]
     if stopped_running:
@@ -258,6 +259,13 @@ def caught_up(status: dict) -> bool:
     return status["message"] == _BETWEEN_TRIGGERS and not status["isDataAvailable"] and not status["isTriggerActive"]
 
 
+# Stopping the query interrupts the batch in progress, whose function then raises so that Spark
+# does not commit it. py4j (in this process) and Spark's streaming engine (its package in 4.0 and
+# 4.1+) log that failure with their traces, as an error; it is not one: the next run applies the
+# batch again, which the stop says in one line.
+_INTERRUPTED_BATCH_REPORTERS = (("org.apache.spark.sql.execution.streaming",), ("py4j.clientserver",))
+
+
 def _beat(alive: Checkpoint, ctrl_c: "_StopOnCtrlC") -> bool:
     """Write the heartbeat; False when its write failed because the job is being stopped.
 
@@ -298,7 +306,7 @@ class _StopOnCtrlC:
         if self.requested and signum == signal.SIGINT:
             raise KeyboardInterrupt()
         if not self.requested:
-            log.info("%s received: stopping after the batch in progress", signal.Signals(signum).name)
+            log.info("%s received: stopping; a batch in progress is not committed, the next run applies it", signal.Signals(signum).name)
         self.requested = True
 
     def __exit__(self, *exc) -> None:

@@ -116,7 +116,7 @@ def test_a_config_in_s3_replicates_changes_until_sigterm(dynamodb, s3, endpoint_
     assert job.wait(timeout=60) == 0, "".join(lines[-60:])
     reader.join(timeout=10)
     output = "".join(lines)
-    assert "SIGTERM received: stopping after the batch in progress" in output, output[-3000:]
+    assert "SIGTERM received: stopping; a batch in progress is not committed" in output, output[-3000:]
     assert "replication stopped" in output and "Traceback" not in output, output[-3000:]
 
 

@@ -1,7 +1,8 @@
 """SIGTERM (an EMR step cancelled, `yarn application -kill`, a Kubernetes pod deleted) stops the job
 as Ctrl+C does: in the snapshot, the savepoint keeps the finished segments, a summary and one line
-are printed and the command exits 143; while replicating, the query stops between batches, the
-summary is printed and the command exits 0; a rerun resumes either.
+are printed and the command exits 143; while replicating, the query stops (a batch in progress is
+not committed: the next run applies it again), the summary is printed and the command exits 0; a
+rerun resumes either.
 
 The jobs run as a user runs them, each in its own process group: `spark-submit` (whose process is
 the driver's JVM, the Python driver its child) or `python jobs/migrate.py` (the Python driver,
@@ -106,7 +107,7 @@ def test_sigterm_while_replicating_stops_between_batches_and_exits_0(
     assert job.wait(timeout=60) == 0, "".join(lines[-60:])
     reader.join(timeout=10)
     output = "".join(lines)
-    assert "SIGTERM received: stopping after the batch in progress" in output, output[-3000:]
+    assert "SIGTERM received: stopping; a batch in progress is not committed" in output, output[-3000:]
     assert "replication stopped" in output and "Traceback" not in output, output[-3000:]
 
     # The checkpoint is consistent: a rerun resumes it (no new snapshot) and applies what changed meanwhile.
@@ -166,6 +167,52 @@ def test_sigterm_to_the_group_while_hadoop_writes_the_heartbeat_still_stops_betw
     reader.join(timeout=10)
     output = "".join(lines)
     assert "replication stopped" in output and "Traceback" not in output, output[-3000:]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["kill-the-group", "ctrl-c"])
+def test_a_signal_to_the_group_mid_batch_stops_and_the_rerun_applies_that_batch(
+    dynamodb, endpoint_url, table_name, tmp_path, spark, signum
+):
+    """The group's signal also reaches the Python workers applying the batch in progress, which may
+    fail it: that batch was not committed, the next run applies it again, so the job exits 0."""
+    source, target = table_name("term-mid"), table_name("term-mid-copy")
+    create_sample_table(dynamodb, source)
+    put_items(dynamodb, source, make_items(20))
+    checkpoint = tmp_path / "checkpoint"
+    with FaultProxy(endpoint_url, fault_rate=0.0) as target_proxy:
+        config = write_config(
+            tmp_path,
+            {
+                "source": side(endpoint_url, source),
+                "target": side(target_proxy.endpoint_url, target, streamChanges=True),
+                "checkpointLocation": str(checkpoint),
+            },
+        )
+        lines: list[str] = []
+        job = start_job(config)
+        wait_for_output(job, "replicating changes of", lines)
+        reader = drain(job, lines)
+        held = target_proxy.hold_next("BatchWriteItem")
+        Changes(dynamodb, source, 50).write()
+        assert held.wait(timeout=120), "no batch write while changes arrived:\n" + "".join(lines[-60:])
+        os.killpg(job.pid, signum)
+        try:
+            code = job.wait(timeout=60)
+        finally:
+            target_proxy.release_held()
+        reader.join(timeout=10)
+        output = "".join(lines)
+        assert code == 0, output[-6000:]
+        assert "the batch in progress when stopping was not committed; the next run applies it again" in output, output
+        assert "replication stopped" in output and "Traceback" not in output and "ERROR" not in output, output[-3000:]
+
+        from migrator.config import load_config
+        from migrator.run import migrate
+
+        again = migrate(load_config(str(config)), lambda: spark, until_converged(dynamodb, source, target, None, checkpoint))
+    assert again.snapshot.segments_resumed == again.snapshot.segments_total
+    assert again.replication.reinitializations == 0
+    assert by_key(scan_all(dynamodb, target)) == by_key(scan_all(dynamodb, source))
 
 
 def test_sigterm_to_spark_submit_during_the_checks_stops_before_anything_is_written(
