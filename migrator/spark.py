@@ -6,8 +6,7 @@ import logging
 import os
 import signal
 import threading
-from contextlib import contextmanager
-from typing import Iterator
+from typing import Any
 
 from pyspark import SparkContext
 from pyspark.java_gateway import ensure_callback_server_started
@@ -86,24 +85,43 @@ def _quiet(spark: SparkSession, loggers: tuple[str, ...]) -> None:
         jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, jvm.org.apache.logging.log4j.Level.ERROR)
 
 
-@contextmanager
-def silenced(spark: SparkSession, jvm_loggers: tuple[str, ...], python_loggers: tuple[str, ...]) -> Iterator[None]:
-    """Turn these log4j and Python loggers off for the block, then give them back their levels."""
-    jvm = spark.sparkContext._jvm
-    configurator, off = jvm.org.apache.logging.log4j.core.config.Configurator, jvm.org.apache.logging.log4j.Level.OFF
-    jvm_levels = {name: jvm.org.apache.logging.log4j.LogManager.getLogger(name).getLevel() for name in jvm_loggers}
-    python_levels = {name: logging.getLogger(name).level for name in python_loggers}
-    for name in jvm_loggers:
-        configurator.setLevel(name, off)
-    for name in python_loggers:
-        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
-    try:
-        yield
-    finally:
-        for name, level in jvm_levels.items():
-            configurator.setLevel(name, level)
-        for name, level in python_levels.items():
-            logging.getLogger(name).setLevel(level)
+class Silencer:
+    """Turns log4j and Python loggers off when asked, from any thread; leaving its `with` block
+    gives them back their levels."""
+
+    def __init__(self, spark: SparkSession, jvm_loggers: tuple[str, ...], python_loggers: tuple[str, ...]):
+        self._jvm = spark.sparkContext._jvm
+        self._jvm_loggers, self._python_loggers = jvm_loggers, python_loggers
+        self._saved: tuple[dict[str, Any], dict[str, int]] | None = None
+        self._lock = threading.Lock()
+
+    def silence(self) -> None:
+        log4j = self._jvm.org.apache.logging.log4j
+        with self._lock:
+            if self._saved is not None:
+                return
+            self._saved = (
+                {name: log4j.LogManager.getLogger(name).getLevel() for name in self._jvm_loggers},
+                {name: logging.getLogger(name).level for name in self._python_loggers},
+            )
+            for name in self._jvm_loggers:
+                log4j.core.config.Configurator.setLevel(name, log4j.Level.OFF)
+            for name in self._python_loggers:
+                logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+
+    def __enter__(self) -> "Silencer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        with self._lock:
+            if self._saved is None:
+                return
+            jvm_levels, python_levels = self._saved
+            for name, level in jvm_levels.items():
+                self._jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, level)
+            for name, level in python_levels.items():
+                logging.getLogger(name).setLevel(level)
+            self._saved = None
 
 
 def _launches_a_local_jvm(master: str | None) -> bool:

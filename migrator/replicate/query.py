@@ -45,7 +45,7 @@ from migrator.replicate.delta_apply import DeltaApplier, delta_applier
 from migrator.replicate.datasource import SOURCE_NAME, changes_source, feed_of
 from migrator.source.dynamodb_streams import StreamInfo
 from migrator.source.kinesis import KinesisStream, epoch_of
-from migrator.spark import leave_ctrl_c_to_the_driver, silenced
+from migrator.spark import Silencer, leave_ctrl_c_to_the_driver
 from migrator.stream import key_state
 from migrator.stream.offsets import StreamOffset
 
@@ -129,6 +129,8 @@ def replicate(
     changes = spark.readStream.format(SOURCE_NAME).load()
     keeper = _KeyStateKeeper(alive, stream) if isinstance(stream, KinesisStream) else None
     failures: list[MigratorError] = []
+    stop = _StopOnCtrlC(failures)
+    quiet = Silencer(spark, *_INTERRUPTED_BATCH_REPORTERS)
 
     def apply_batch(batch: DataFrame, batch_id: int) -> None:
         try:
@@ -157,6 +159,8 @@ def replicate(
         except Exception as exc:
             log.debug("batch %d failed", batch_id, exc_info=True)  # the whole trace, for a bug report
             failures.append(exc if isinstance(exc, MigratorError) else query_error(exc))
+            if stop.requested:  # the stop's own doing (see _StopOnCtrlC), reported below in one line
+                quiet.silence()
             # Raising fails the batch, so Spark does not commit it. The text stays short on
             # purpose: Spark matches a failed foreachBatch's text against a regex that
             # overflows the stack on a long one (a Java stack trace) and kills the query's
@@ -177,7 +181,7 @@ def replicate(
     log.info("replicating changes of %r into %r (checkpoint %s); Ctrl+C stops", live.table, config.target.table, checkpoint)
     stop_requested = False
     timed_batch = -1
-    with _StopOnCtrlC() as ctrl_c:
+    with stop as ctrl_c, quiet:
         while query.isActive and not ctrl_c.requested:
             try:
                 query.awaitTermination(1)
@@ -197,15 +201,15 @@ def replicate(
                 stop_requested = True
                 break
         stop_requested = stop_requested or ctrl_c.requested
-        failed_before_stop = len(failures)
+        failed_before_stop = ctrl_c.failed_before if ctrl_c.requested else len(failures)
         # A signal sent to the job's process group (as YARN stops a container) also ends the Python
         # processes the driver's JVM runs for the stream's reader, and with them the query: the
         # stop was asked for all the same, and nothing uncommitted is lost.
         stopped_running = stop_requested and (query.isActive or ctrl_c.requested)
         if query.isActive:
             log.info("stopping: the checkpoint keeps the last applied batch")
-            with silenced(spark, *_INTERRUPTED_BATCH_REPORTERS):
-                query.stop()
+            quiet.silence()
+            query.stop()
     if failures[:failed_before_stop]:
         raise failures[failed_before_stop - 1]
     if stopped_running:
@@ -259,10 +263,10 @@ def caught_up(status: dict) -> bool:
     return status["message"] == _BETWEEN_TRIGGERS and not status["isDataAvailable"] and not status["isTriggerActive"]
 
 
-# Stopping the query interrupts the batch in progress, whose function then raises so that Spark
-# does not commit it. py4j (in this process) and Spark's streaming engine (its package in 4.0 and
-# 4.1+) log that failure with their traces, as an error; it is not one: the next run applies the
-# batch again, which the stop says in one line.
+# A batch the stop interrupts (stopping the query, or a signal to the job's group) fails, so that
+# Spark does not commit it. py4j (in this process) and Spark's streaming engine (its package in 4.0
+# and 4.1+) log that failure with their traces, as an error; it is not one: the next run applies
+# the batch again, which the stop says in one line.
 _INTERRUPTED_BATCH_REPORTERS = (("org.apache.spark.sql.execution.streaming",), ("py4j.clientserver",))
 
 
@@ -290,10 +294,16 @@ class _StopOnCtrlC:
     The handler must not call into the JVM: the main thread may be inside a py4j call, and
     PySpark's own handler (cancelAllJobs) would re-enter it. A second Ctrl+C interrupts; a
     second SIGTERM does not, as one SIGTERM may arrive twice (see migrator.stopping).
+
+    `failed_before` counts the batch failures before the signal: a signal sent to the job's
+    process group also ends the `chmod` a checkpoint write of the batch in progress may be
+    running (see `_beat`), and that batch's failure, which follows the signal, is the stop's.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, failures: list[MigratorError]) -> None:
         self.requested = False
+        self.failed_before = 0
+        self._failures = failures
         self._previous: dict[int, Any] = {}
 
     def __enter__(self) -> "_StopOnCtrlC":
@@ -306,6 +316,7 @@ class _StopOnCtrlC:
         if self.requested and signum == signal.SIGINT:
             raise KeyboardInterrupt()
         if not self.requested:
+            self.failed_before = len(self._failures)
             log.info("%s received: stopping; a batch in progress is not committed, the next run applies it", signal.Signals(signum).name)
         self.requested = True
 

@@ -19,12 +19,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
 from testsupport.all_types import assert_same_items, by_key
 from testsupport.endpoint import put_items, scan_all, side
 from testsupport.faultproxy import FaultProxy
+from testsupport.kinesis_runs import create_stream, run as run_kinesis, until_converged as until_kinesis_converged
 from testsupport.jobs import REPO, drain, job_env, run_in_process, start_job, wait_for_output, write_config
 from testsupport.replication import Changes, until_converged, wait_until_converged
 from testsupport.resume import ITEMS, SEGMENTS, copied_segments, scanned_segments, wait_for_segments
@@ -121,30 +123,57 @@ def test_sigterm_while_replicating_stops_between_batches_and_exits_0(
 
 
 HELD_CHMOD = """#!/bin/sh
-# Hadoop sets a new local file's permissions with `chmod <mode> <file>`; the heartbeat's is held
-# until a signal ends it, as a signal to the job's group ends whatever chmod is running then.
+# Hadoop sets a new local file's permissions with `chmod <mode> <file>`; the chmod of a file that
+# matches is held until a signal ends it, as a signal to the job's group ends any chmod running then.
 for argument in "$@"; do
   case "$argument" in
-    */migrator-heartbeat.json.*.tmp) touch "$HELD_MARKER"; exec sleep 600 ;;
+    {pattern}) touch "$HELD_MARKER"; exec sleep 600 ;;
   esac
 done
 exec {chmod} "$@"
 """
 
 
-def test_sigterm_to_the_group_while_hadoop_writes_the_heartbeat_still_stops_between_batches(
-    dynamodb, endpoint_url, table_name, tmp_path
-):
+def holding_chmod(tmp_path: Path, pattern: str) -> tuple[dict[str, str], Path]:
+    """The job's environment with a `chmod` first on its PATH that holds the files matching `pattern`
+    (a shell pattern), and the file that `chmod` creates once it holds one."""
+    bin_dir, held = tmp_path / "bin", tmp_path / "chmod-held"
+    bin_dir.mkdir()
+    (bin_dir / "chmod").write_text(HELD_CHMOD.format(pattern=pattern, chmod=shutil.which("chmod")))
+    (bin_dir / "chmod").chmod(0o755)
+    return {"PATH": f"{bin_dir}{os.pathsep}{job_env()['PATH']}", "HELD_MARKER": str(held)}, held
+
+
+def wait_for_the_held_chmod(job: subprocess.Popen, held: Path, lines: list[str]) -> None:
+    deadline = time.monotonic() + 120
+    while not held.exists():
+        assert time.monotonic() < deadline and job.poll() is None, "no file was written:\n" + "".join(lines[-60:])
+        time.sleep(0.1)
+
+
+def stop_the_group_while_a_file_is_written(config: Path, tmp_path: Path, pattern: str, changes: Callable[[], None]) -> str:
+    """Run the job until Hadoop writes a checkpoint file matching `pattern` (after `changes` are made),
+    signal its group then; what it printed, once it exited 0."""
+    env, held = holding_chmod(tmp_path, pattern)
+    lines: list[str] = []
+    job = start_job(config, env=env)
+    wait_for_output(job, "replicating changes of", lines)
+    reader = drain(job, lines)
+    changes()
+    wait_for_the_held_chmod(job, held, lines)
+    send_sigterm(job, "group")
+    assert job.wait(timeout=60) == 0, "".join(lines[-60:])
+    reader.join(timeout=10)
+    return "".join(lines)
+
+
+def test_sigterm_to_the_group_while_hadoop_writes_the_heartbeat_still_stops(dynamodb, endpoint_url, table_name, tmp_path):
     """Hadoop writes a local file through a `chmod` process, a child of the driver's JVM and so in the
     job's process group: `kill` of the group ends it as well, and the heartbeat's write fails. The stop
-    was asked for all the same: the job stops between batches, prints its summary and exits 0."""
+    was asked for all the same: the job stops, prints its summary and exits 0."""
     source, target = table_name("term-beat"), table_name("term-beat-copy")
     create_sample_table(dynamodb, source)
     put_items(dynamodb, source, make_items(20))
-    bin_dir, held = tmp_path / "bin", tmp_path / "heartbeat-held"
-    bin_dir.mkdir()
-    (bin_dir / "chmod").write_text(HELD_CHMOD.format(chmod=shutil.which("chmod")))
-    (bin_dir / "chmod").chmod(0o755)
     config = write_config(
         tmp_path,
         {
@@ -153,20 +182,36 @@ def test_sigterm_to_the_group_while_hadoop_writes_the_heartbeat_still_stops_betw
             "checkpointLocation": str(tmp_path / "checkpoint"),
         },
     )
-    lines: list[str] = []
-    job = start_job(config, env={"PATH": f"{bin_dir}{os.pathsep}{job_env()['PATH']}", "HELD_MARKER": str(held)})
-    wait_for_output(job, "replicating changes of", lines)
-    reader = drain(job, lines)
-    deadline = time.monotonic() + 120
-    while not held.exists():
-        assert time.monotonic() < deadline and job.poll() is None, "the heartbeat was never written:\n" + "".join(lines[-60:])
-        time.sleep(0.1)
-
-    send_sigterm(job, "group")
-    assert job.wait(timeout=60) == 0, "".join(lines[-60:])
-    reader.join(timeout=10)
-    output = "".join(lines)
+    output = stop_the_group_while_a_file_is_written(config, tmp_path, "*/migrator-heartbeat.json.*.tmp", lambda: None)
     assert "replication stopped" in output and "Traceback" not in output, output[-3000:]
+
+
+def test_sigterm_to_the_group_while_hadoop_writes_a_kinesis_batchs_key_state_stops_and_the_rerun_applies_it(
+    dynamodb, kinesis, endpoint_url, table_name, tmp_path, spark
+):
+    """Kinesis mode writes each batch's key state to the checkpoint before Spark commits the batch: a
+    signal to the group that ends that write fails the batch, which the stop asked for: exit 0, and
+    the rerun applies the batch."""
+    source, target = table_name("term-keys"), table_name("term-keys-copy")
+    create_sample_table(dynamodb, source)
+    put_items(dynamodb, source, make_items(20))
+    arn = create_stream(kinesis)
+    config = write_config(
+        tmp_path,
+        {
+            "source": side(endpoint_url, source),
+            "target": side(endpoint_url, target, streamChanges={"type": "kinesis", "streamArn": arn}),
+            "checkpointLocation": str(tmp_path / "checkpoint"),
+        },
+    )
+    changes = Changes(dynamodb, source, 50)
+    output = stop_the_group_while_a_file_is_written(config, tmp_path, "*/migrator-key-state/*.json.*.tmp", changes.write)
+    assert "the batch in progress when stopping was not committed; the next run applies it again" in output, output
+    assert "replication stopped" in output and "Traceback" not in output, output[-3000:]
+
+    again = run_kinesis(config, spark, until_kinesis_converged(dynamodb, source, target))
+    assert again.snapshot.segments_resumed == again.snapshot.segments_total
+    assert by_key(scan_all(dynamodb, target)) == by_key(scan_all(dynamodb, source))
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["kill-the-group", "ctrl-c"])
