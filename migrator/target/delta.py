@@ -16,13 +16,15 @@ never overwrite each other's commit.
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, QueryBuilder, Schema, Transaction, write_deltalake
-from deltalake.exceptions import DeltaError
+from deltalake.exceptions import CommitFailedError, DeltaError
+from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
 from migrator import aws
 from migrator.aws import translated
@@ -35,6 +37,8 @@ from migrator.target.delta_number_keys import (
     StreamOpener, cast_keys, creation_properties, fit_keys, fit_streamed_keys, typed_schema,
 )
 from migrator.target.delta_rows import ITEM_COLUMN, DeltaLayout, key_value
+
+log = logging.getLogger(__name__)
 
 TRANSACTION_VERSION = 0  # each segment (or data file) has its own app id, committed once: its one version
 
@@ -211,13 +215,9 @@ def merge_once(location: DeltaLocation, layout: DeltaLayout, app_id: str, versio
     change is not committed (a replay of it changes nothing either). A table holding a later
     version than `version` raises DeltaTargetError: the checkpoint is behind the table.
     """
-    table = location.open()
-    if _applied(location, table, app_id, version):
-        return False
-    if changes.num_rows == 0:
-        return True
-    _merge(table, layout, app_id, version, fit_keys(changes, table, layout))
-    return True
+    return _merge_until_committed(
+        location, layout, app_id, version, lambda table: fit_keys(changes, table, layout) if changes.num_rows else None
+    )
 
 
 def merge_stream_once(
@@ -227,11 +227,43 @@ def merge_stream_once(
     Python. `read_changes(None)` opens the stream; `read_changes(names)` only those columns (the number keys a
     typed table checks before the MERGE, `fit_streamed_keys`). The caller knows the stream holds a row (an empty
     stream would commit an empty MERGE)."""
-    table = location.open()
-    if _applied(location, table, app_id, version):
-        return False
-    _merge(table, layout, app_id, version, fit_streamed_keys(read_changes, table, layout))
+    return _merge_until_committed(
+        location, layout, app_id, version, lambda table: fit_streamed_keys(read_changes, table, layout)
+    )
+
+
+# Another writer's commit between a MERGE's read of the table and its own commit (a validation's repairs
+# beside a running replication, an incremental export beside either) makes delta-rs refuse the MERGE's commit:
+# it would overwrite files that changed. The MERGE is then run again on the table as that commit left it.
+CONFLICT_ATTEMPTS = 6
+_CONFLICT_WAIT = wait_random_exponential(multiplier=0.1, max=2.0)
+
+
+def _merge_until_committed(
+    location: DeltaLocation, layout: DeltaLayout, app_id: str, version: int,
+    fitted_changes: Callable[[DeltaTable], pa.Table | pa.RecordBatchReader | None],
+) -> bool:  # fmt: skip
+    """Open the table, skip the batch when the table holds it (a commit of ours that looked failed, too), else
+    MERGE `fitted_changes(table)` (None: nothing to merge); again on a commit conflict, `CONFLICT_ATTEMPTS` in all."""
+    for attempt in Retrying(
+        retry=retry_if_exception_type(CommitFailedError), stop=stop_after_attempt(CONFLICT_ATTEMPTS),
+        wait=_CONFLICT_WAIT, before_sleep=_log_conflict, reraise=True,
+    ):  # fmt: skip
+        with attempt:
+            table = location.open()
+            if _applied(location, table, app_id, version):
+                return False
+            changes = fitted_changes(table)
+            if changes is not None:
+                _merge(table, layout, app_id, version, changes)
     return True
+
+
+def _log_conflict(state: RetryCallState) -> None:
+    log.info(
+        "Delta MERGE: another writer committed to the table first (attempt %d of %d); merging again on its new version",
+        state.attempt_number, CONFLICT_ATTEMPTS,
+    )  # fmt: skip
 
 
 def _applied(location: DeltaLocation, table: DeltaTable, app_id: str, version: int) -> bool:
