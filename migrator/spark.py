@@ -87,25 +87,26 @@ def _quiet(spark: SparkSession, loggers: tuple[str, ...]) -> None:
 
 class Silencer:
     """Turns log4j and Python loggers off when asked, from any thread; leaving its `with` block
-    gives them back their levels."""
+    gives them back their levels (a log4j logger that had no level of its own gets none again, so
+    it goes on following its parent's, as `setLogLevel` sets it)."""
 
     def __init__(self, spark: SparkSession, jvm_loggers: tuple[str, ...], python_loggers: tuple[str, ...]):
-        self._jvm = spark.sparkContext._jvm
+        self._log4j = spark.sparkContext._jvm.org.apache.logging.log4j
         self._jvm_loggers, self._python_loggers = jvm_loggers, python_loggers
-        self._saved: tuple[dict[str, Any], dict[str, int]] | None = None
+        self._saved: tuple[dict[str, Any], dict[str, int]] | None = None  # a JVM logger's own level, or None
         self._lock = threading.Lock()
 
     def silence(self) -> None:
-        log4j = self._jvm.org.apache.logging.log4j
         with self._lock:
             if self._saved is not None:
                 return
+            own = self._log4j.LogManager.getContext(False).getConfiguration().getLoggers()
             self._saved = (
-                {name: log4j.LogManager.getLogger(name).getLevel() for name in self._jvm_loggers},
+                {name: own.get(name).getLevel() if own.containsKey(name) else None for name in self._jvm_loggers},
                 {name: logging.getLogger(name).level for name in self._python_loggers},
             )
             for name in self._jvm_loggers:
-                log4j.core.config.Configurator.setLevel(name, log4j.Level.OFF)
+                self._log4j.core.config.Configurator.setLevel(name, self._log4j.Level.OFF)
             for name in self._python_loggers:
                 logging.getLogger(name).setLevel(logging.CRITICAL + 1)
 
@@ -117,8 +118,13 @@ class Silencer:
             if self._saved is None:
                 return
             jvm_levels, python_levels = self._saved
+            context = self._log4j.LogManager.getContext(False)
             for name, level in jvm_levels.items():
-                self._jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, level)
+                if level is None:
+                    context.getConfiguration().removeLogger(name)
+                else:
+                    self._log4j.core.config.Configurator.setLevel(name, level)
+            context.updateLoggers()
             for name, level in python_levels.items():
                 logging.getLogger(name).setLevel(level)
             self._saved = None

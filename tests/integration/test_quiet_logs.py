@@ -8,12 +8,14 @@ the test is about one.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 from pathlib import Path
 
 import pytest
 
+from migrator.spark import Silencer
 from testsupport.endpoint import put_items, side
 from testsupport.jobs import drain, run_job, start_job, wait_for_output, write_config
 from testsupport.replication import Changes, wait_until_converged
@@ -92,3 +94,28 @@ def _sides(config: Path):
 
     document = yaml.safe_load(config.read_text())
     return document["source"], document["target"]
+
+
+def test_loggers_silenced_while_a_replication_stops_get_their_levels_back(spark):
+    """A notebook's session goes on after a replication stops: a logger silenced for the stop that had no
+    level of its own follows `setLogLevel` again, one with its own level gets it back."""
+    log4j = spark.sparkContext._jvm.org.apache.logging.log4j
+    streaming, scheduler = "org.apache.spark.sql.execution.streaming", "org.apache.spark.scheduler.DAGScheduler"
+
+    def own_levels() -> dict[str, str | None]:
+        loggers = log4j.LogManager.getContext(False).getConfiguration().getLoggers()
+        return {name: loggers.get(name).getLevel().toString() if loggers.containsKey(name) else None for name in (streaming, scheduler)}
+
+    before = own_levels()
+    assert before[streaming] is None and before[scheduler] is not None  # DAGScheduler is one of QUIET_LOGGERS
+    with Silencer(spark, (streaming, scheduler), ("py4j.clientserver",)) as quiet:
+        quiet.silence()
+        assert own_levels() == {streaming: "OFF", scheduler: "OFF"}
+        assert not logging.getLogger("py4j.clientserver").isEnabledFor(logging.CRITICAL)
+    assert own_levels() == before
+    assert logging.getLogger("py4j.clientserver").level == logging.NOTSET
+    spark.sparkContext.setLogLevel("INFO")
+    try:
+        assert log4j.LogManager.getLogger(f"{streaming}.MicroBatchExecution").getLevel().toString() == "INFO"
+    finally:
+        spark.sparkContext.setLogLevel("WARN")
