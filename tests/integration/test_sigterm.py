@@ -218,8 +218,9 @@ def test_sigterm_to_the_group_while_hadoop_writes_a_kinesis_batchs_key_state_sto
 def test_a_signal_to_the_group_mid_batch_stops_and_the_rerun_applies_that_batch(
     dynamodb, endpoint_url, table_name, tmp_path, spark, signum
 ):
-    """The group's signal also reaches the Python workers applying the batch in progress, which may
-    fail it: that batch was not committed, the next run applies it again, so the job exits 0."""
+    """Stopping interrupts the batch in progress (the group's signal may also end the Python workers
+    applying it): that batch was not committed, the next run applies it again, so the job exits 0 and
+    says so in one line, without py4j's and Spark's traces of the interrupted batch."""
     source, target = table_name("term-mid"), table_name("term-mid-copy")
     create_sample_table(dynamodb, source)
     put_items(dynamodb, source, make_items(20))
