@@ -23,13 +23,13 @@ from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError
 
 from migrator.config import DeltaTarget, MigratorConfig
-from migrator.errors import DeltaTargetError, DeltaWriteFailed
+from migrator.errors import ConfigError, DeltaTargetError, DeltaWriteFailed
 from migrator.replicate.apply import ApplyOutcome
 from migrator.replicate.checkpoint import app_name
 from migrator.target.delta import DeltaLocation, check_location, location_of, merge_once
 from migrator.target.delta_changes import change_schema
 from migrator.target.delta_restart import generation_id, restarts_of
-from migrator.target.delta_rows import ITEM_COLUMN, DeltaLayout
+from migrator.target.delta_rows import ITEM_COLUMN, DeltaLayout, LayoutError
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +89,10 @@ def layout_of_table(table: DeltaTable, target: DeltaTarget) -> DeltaLayout:
         if field["name"] not in projected and field["name"] != ITEM_COLUMN
     )
     columns = tuple((column.name, column.type) for column in target.columns)
-    return DeltaLayout(keys, columns, tuple(target.partition_by))
+    try:
+        return DeltaLayout(keys, columns, tuple(target.partition_by))
+    except LayoutError as exc:
+        raise ConfigError(exc.key_path, f"{exc}; nothing was merged") from None
 
 
 def _key_kind(column_type: object) -> str:

@@ -64,6 +64,15 @@ class DeltaLayout:
                 f"names {unknown[0]!r}, which is no column: name a key attribute "
                 f"({', '.join(key_names)}) or one of target.columns"
             )
+        kinds = {**{name: kind for name, kind in self.keys}, **dict(self.columns)}
+        binary = [name for name in self.partition_by if kinds[name] in ("B", "binary")]
+        if binary:
+            raise LayoutError(
+                "target.partitionBy",
+                f"names {binary[0]!r}, which holds binary values, which delta-rs (the Delta library) reads back from "
+                "a partition as their escaped text, so a MERGE would not find the row again: partition by a string, "
+                "number or boolean column, or by none"
+            )
 
     @property
     def column_names(self) -> tuple[str, ...]:

@@ -104,6 +104,15 @@ def test_partition_by_must_name_a_column():
     assert DeltaLayout((("pk", "S"),), (("status", "string"),), ("status",)).partition_by == ("status",)
 
 
+def test_partition_by_a_binary_column_is_refused():
+    """delta-rs reads a binary partition value back as its escaped text (b"\\u0000\\u0061"), so a MERGE would never
+    match the key again and would insert it twice: refused before anything is written."""
+    with pytest.raises(LayoutError, match="'pk', which holds binary values, which delta-rs"):
+        DeltaLayout((("pk", "B"),), partition_by=("pk",))
+    with pytest.raises(LayoutError, match="'blob', which holds binary values"):
+        DeltaLayout((("pk", "S"),), (("blob", "binary"),), ("blob",))
+
+
 def test_columns_may_not_repeat_a_key():
     with pytest.raises(LayoutError, match="names the key attribute 'pk'"):
         DeltaLayout((("pk", "S"),), (("pk", "string"),))
