@@ -7,13 +7,8 @@
 One emulator (testsupport/emulator.py) holds an incremental export (DYNAMODB_JSON, --files gzip data files) of
 --keys puts, each key once; `spark-submit --master local[2] jobs/migrate.py` imports it into a new local Delta
 table (one MERGE), sampled from /proc every 0.2 s as scripts/bench_snapshot.py samples its jobs: peak RSS of the
-driver JVM (in local mode also the executors' JVM side), the Python driver (where the MERGE runs, in delta-rs) and
-the Python workers. The table is read back: it must hold --keys rows, else exit 1.
-
---merge-only (reader|table) measures delta-rs's MERGE alone, in this process: --keys synthetic rows of distinct
-300-byte items inserted into an empty local table by one MERGE with the migrator's clauses (`merge_stream_once`, or
-`merge_once` given a pa.Table), the source a RecordBatchReader made batch by batch, or a pa.Table built first;
-prints the process's peak RSS before and after the MERGE.
+driver JVM (in local mode also the executors' JVM side), the Python driver (which plans and commits the MERGE) and
+the Python workers (which write its files). The table is read back: it must hold --keys rows, else exit 1.
 
 --checkout runs the job of another checkout of this repository (its jobs/ and migrator/, put first on PYTHONPATH
 for the driver and the workers), e.g. the commit before staging, extracted with
@@ -25,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import sys
 import tempfile
 import time
@@ -36,16 +30,11 @@ sys.path.insert(0, str(REPO))  # testsupport
 sys.path.insert(0, str(REPO / "scripts"))  # bench_snapshot's /proc sampling
 
 import boto3  # noqa: E402
-import pyarrow as pa  # noqa: E402
 import yaml  # noqa: E402
 from bench_snapshot import JVM, PY_DRIVER, WORKERS, Job, mib  # noqa: E402
 from deltalake import DeltaTable  # noqa: E402
 
 from migrator.spark import LOCAL_DRIVER_JAVA_OPTIONS  # noqa: E402
-from migrator.target.delta import DeltaLocation, create_table, merge_once, merge_stream_once  # noqa: E402
-from migrator.target.delta_changes import DELETED_COLUMN, change_schema  # noqa: E402
-from migrator.target.delta_rows import ITEM_COLUMN, DeltaLayout  # noqa: E402
-from migrator.target.delta_staging import ROW_GROUP_ROWS  # noqa: E402
 from testsupport.emulator import EmulatorProcess  # noqa: E402
 from testsupport.s3_exports import DYNAMODB_JSON, Change, DataFileSpec, create_bucket, incremental_lines, write_export  # noqa: E402
 
@@ -58,7 +47,6 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--keys", type=int, default=200_000)
     parser.add_argument("--files", type=int, default=8)
     parser.add_argument("--payload-bytes", type=int, default=200)
-    parser.add_argument("--merge-only", choices=("reader", "table"), help="only delta-rs's MERGE, in this process")
     parser.add_argument("--checkout", type=Path, default=REPO, help="the checkout whose job runs (default: this one)")
     return parser.parse_args()
 
@@ -95,41 +83,8 @@ def spark_submit(checkout: Path, config: Path) -> list[str]:
             str(checkout / "jobs" / "migrate.py"), "--config", str(config)]  # fmt: skip
 
 
-def merge_only(keys: int, source: str) -> int:
-    """One MERGE of `keys` new rows into an empty local table, from a stream or from a table; peak RSS around it."""
-    layout = DeltaLayout((("pk", "S"),))
-    schema = change_schema(layout)
-
-    def batches():
-        for start in range(0, keys, ROW_GROUP_ROWS):
-            names = [f"key-{n:09d}" for n in range(start, min(keys, start + ROW_GROUP_ROWS))]
-            items = [json.dumps({"pk": {"S": name}, "payload": {"S": "x" * 250}}) for name in names]  # each its own
-            columns = {"pk": names, ITEM_COLUMN: items, DELETED_COLUMN: [False] * len(names)}
-            yield pa.RecordBatch.from_pydict(columns, schema=schema)
-
-    with tempfile.TemporaryDirectory(prefix="bench-merge-") as folder:
-        location = DeltaLocation(folder)
-        create_table(location, layout)
-        before = peak_rss_mib()
-        if source == "reader":
-            merge_stream_once(location, layout, "bench", 0, pa.RecordBatchReader.from_batches(schema, batches()))
-        else:
-            merge_once(location, layout, "bench", 0, pa.Table.from_batches(list(batches()), schema=schema))
-        after = peak_rss_mib()  # before the check below reads the table back
-        rows = DeltaTable(folder).to_pyarrow_table(columns=["pk"]).num_rows
-    print(f"MERGE of {keys:,} rows from a {source}: peak RSS {before} MiB before, {after} MiB after; "
-          f"table rows {rows:,}")  # fmt: skip
-    return 0 if rows == keys else 1
-
-
-def peak_rss_mib() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024  # kilobytes on Linux
-
-
 def main() -> int:
     args = parse_args()
-    if args.merge_only:
-        return merge_only(args.keys, args.merge_only)
     checkout = args.checkout.resolve()
     if checkout != REPO:  # the driver and the workers import that checkout's migrator
         os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(checkout), os.environ.get("PYTHONPATH")]))

@@ -4,7 +4,8 @@ The executors collapse each partition's changes as for a DynamoDB target (`migra
 but return each key's final state as rows (`migrator.target.delta_changes`) instead of writing it.
 The driver gathers the batch's rows (a batch is bounded by the stream's batch size, so they are not
 staged in the object store as an incremental export's are, `migrator.target.delta_staging`: that would
-add a write and a read to every batch's lag) and applies them as ONE Delta MERGE by key, committed
+add a write and a read to every batch's lag) and applies them as ONE Delta MERGE by key, whose files
+the executors write (`migrator.target.delta_file_merge`), committed
 with an application transaction: app id the replication's appName (`<appName>-restart-<n>` after
 the n-th restart, `migrator.target.delta_restart`), version Spark's batch id
 (`migrator.target.delta.merge_once`). A batch
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 from deltalake import DeltaTable
 from deltalake.exceptions import DeltaError
+from pyspark.sql import SparkSession
 
 from migrator.config import DeltaTarget, MigratorConfig
 from migrator.errors import ConfigError, DeltaTargetError, DeltaWriteFailed
@@ -28,6 +30,7 @@ from migrator.replicate.apply import ApplyOutcome
 from migrator.replicate.checkpoint import app_name
 from migrator.target.delta import DeltaLocation, check_location, location_of, merge_once
 from migrator.target.delta_changes import change_schema
+from migrator.target.delta_file_merge import Executors, HeldChanges, SparkExecutors
 from migrator.target.delta_restart import generation_id, restarts_of
 from migrator.target.delta_rows import ITEM_COLUMN, DeltaLayout, LayoutError
 
@@ -41,13 +44,15 @@ class DeltaApplier:
     location: DeltaLocation
     layout: DeltaLayout
     app_id: str
+    executors: Executors
 
     def commit(self, batch_id: int, outcomes: list[ApplyOutcome]) -> bool:
         """Merge the batch's rows as one commit; False when the table already holds this batch."""
         parts = [outcome.delta_rows for outcome in outcomes if outcome.delta_rows is not None]
         rows = pa.Table.from_batches(parts, schema=change_schema(self.layout))
+        changes = HeldChanges(rows) if rows.num_rows else None
         try:
-            merged = merge_once(self.location, self.layout, self.app_id, batch_id, rows)
+            merged = merge_once(self.location, self.layout, self.app_id, batch_id, changes, self.executors)
         except (DeltaError, OSError) as exc:
             raise DeltaWriteFailed(
                 f"merging batch {batch_id} into the Delta table {self.location.uri}", exc,
@@ -61,7 +66,7 @@ class DeltaApplier:
         return merged
 
 
-def delta_applier(config: MigratorConfig) -> DeltaApplier:
+def delta_applier(config: MigratorConfig, spark: SparkSession) -> DeltaApplier:
     """The applier for config's Delta target; the table must exist (the run creates it before replicating)."""
     location = location_of(config.target)
     if not DeltaTable.is_deltatable(location.uri, storage_options=location.storage_options()):
@@ -74,7 +79,8 @@ def delta_applier(config: MigratorConfig) -> DeltaApplier:
     check_location(location, layout)  # target.columns and partitionBy must be the table's
     replication = app_name(config)
     # After a restart the batches are numbered from 0 again: each generation of the table has its own app id.
-    return DeltaApplier(location, layout, generation_id(replication, restarts_of(location, replication)))
+    app_id = generation_id(replication, restarts_of(location, replication))
+    return DeltaApplier(location, layout, app_id, SparkExecutors(spark))
 
 
 def layout_of_table(table: DeltaTable, target: DeltaTarget) -> DeltaLayout:

@@ -113,8 +113,8 @@ def replicate(
     partitions = PARTITIONS_PER_CORE * spark.sparkContext.defaultParallelism
     spark.dataSource.register(changes_source(feed_of(stream, source, live.table), partitions))
     # Chosen once: a DynamoDB target is written by the executors; a Delta table gets each batch's
-    # rows merged by the driver, one commit per batch (`migrator.replicate.delta_apply`).
-    delta = delta_applier(config) if config.writes_delta else None
+    # rows gathered by the driver and merged, one commit per batch (`migrator.replicate.delta_apply`).
+    delta = delta_applier(config, spark) if config.writes_delta else None
     task = _apply_task(config, delta)
     rates = replication_rates(config, looks_up=may_look_up(stream)) if delta is None else lookup_rates(config, stream)
     if delta is None:

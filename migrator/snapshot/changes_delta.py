@@ -6,8 +6,8 @@ nothing. The reduce puts each key in exactly one partition, once: the MERGE neve
 On the executors each partition's records become the rows a replicated batch becomes
 (`migrator.target.delta_changes`: the image, or the key with the delete flag), staged as one Parquet
 file per task beside the table (`migrator.target.delta_staging`); the tasks return only the files'
-names. The driver streams the files it was returned into one MERGE (`migrator.target.delta.merge_stream_once`),
-never collecting the rows through Spark, committed with the application transaction
+names. The driver merges the files it was returned as one MERGE whose tasks read them
+(`migrator.target.delta.merge_once`), never collecting the rows, committed with the application transaction
 (`<savepoint name>-changes`, version 0). The savepoint name holds a hash of the export's ARN and the
 table, so the id names this export into this table: a run that died after the MERGE but before the
 savepoint was saved finds it in the table, and the export is neither read nor merged again.
@@ -33,10 +33,11 @@ from migrator.snapshot.export_import import newest_records
 from migrator.snapshot.progress import ImportSummary
 from migrator.snapshot.runner import run_action
 from migrator.snapshot.savepoints import UnitLedger
-from migrator.target.delta import DeltaLocation, merge_stream_once
+from migrator.target.delta import DeltaLocation, merge_once
+from migrator.target.delta_file_merge import SparkExecutors
 from migrator.target.delta_changes import change_batch, change_schema
 from migrator.target.delta_rows import DeltaLayout, RowCounts
-from migrator.target.delta_staging import ROW_GROUP_ROWS, StagedFile, StagingArea, new_staging, stage, staged_rows
+from migrator.target.delta_staging import ROW_GROUP_ROWS, StagedChanges, StagedFile, StagingArea, new_staging, stage
 from migrator.task_boundary import errors_returned
 
 log = logging.getLogger(__name__)
@@ -92,9 +93,9 @@ def merge_incremental(
                  "files under %s) into %s as one commit", summary.items_read, len(files), rows, len(staged),
                  staging.uri(), target.location.uri)  # fmt: skip
         if rows:
-            schema = change_schema(target.layout)
-            read_changes = partial(staged_rows, staging, staged, schema)
-            merge_stream_once(target.location, target.layout, target.app_id, CHANGES_VERSION, read_changes)
+            changes = StagedChanges(staging, tuple(staged), change_schema(target.layout))
+            executors = SparkExecutors(spark, lambda collect: run_action(spark, collect, "import"))
+            merge_once(target.location, target.layout, target.app_id, CHANGES_VERSION, changes, executors)
         summary.files_imported = len(files)
     ledger.record_all([file.file_key for file in files])
 

@@ -19,7 +19,7 @@ import json
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, QueryBuilder, Schema, Transaction, write_deltalake
@@ -32,10 +32,8 @@ from migrator.config import DeltaTarget
 from migrator.connection import ClientSpec
 from migrator.errors import DeltaTargetError, DeltaWriteFailed
 from migrator.items import Item
-from migrator.target.delta_changes import DELETED_COLUMN
-from migrator.target.delta_number_keys import (
-    StreamOpener, cast_keys, creation_properties, fit_keys, fit_streamed_keys, typed_schema,
-)
+from migrator.target.delta_file_merge import Changes, Executors, commit, data_files, new_work, plan_tasks
+from migrator.target.delta_number_keys import cast_keys, creation_properties, fit_number_keys, typed_schema
 from migrator.target.delta_rows import ITEM_COLUMN, DeltaLayout, key_value
 
 log = logging.getLogger(__name__)
@@ -206,45 +204,21 @@ def _holds_files(location: DeltaLocation) -> bool:
     return bool(listed.get("KeyCount"))
 
 
-def merge_once(location: DeltaLocation, layout: DeltaLayout, app_id: str, version: int, changes: pa.Table) -> bool:
-    """Apply one replicated batch's changes (`migrator.target.delta_changes`) as one MERGE by key,
+def merge_once(
+    location: DeltaLocation, layout: DeltaLayout, app_id: str, version: int, changes: Changes | None,
+    executors: Executors,
+) -> bool:  # fmt: skip
+    """Apply changes (`migrator.target.delta_changes`: a replicated batch, an incremental export, a bucket's
+    repairs) as one MERGE by key whose files the executors write (`migrator.target.delta_file_merge`),
     committed with the application transaction (`app_id`, `version`).
 
-    False, and nothing written, when the table already holds that version of `app_id`: the batch
-    was committed before a crash kept Spark from recording it, and is replayed. A batch with no
-    change is not committed (a replay of it changes nothing either). A table holding a later
-    version than `version` raises DeltaTargetError: the checkpoint is behind the table.
+    False, and nothing written, when the table already holds that version of `app_id`: the batch was
+    committed before a crash kept the caller from recording it, and is replayed. None changes (a batch
+    with no change) commit nothing. A table holding a later version than `version` raises
+    DeltaTargetError: the checkpoint is behind the table. A commit that another writer's beat (a
+    validation's repairs beside a running replication, an incremental export beside either) is planned
+    and written again on the table as that commit left it, `CONFLICT_ATTEMPTS` times in all.
     """
-    return _merge_until_committed(
-        location, layout, app_id, version, lambda table: fit_keys(changes, table, layout) if changes.num_rows else None
-    )
-
-
-def merge_stream_once(
-    location: DeltaLocation, layout: DeltaLayout, app_id: str, version: int, read_changes: StreamOpener
-) -> bool:
-    """`merge_once` with the changes as a stream of batches, read once as the MERGE runs, never held whole in
-    Python. `read_changes(None)` opens the stream; `read_changes(names)` only those columns (the number keys a
-    typed table checks before the MERGE, `fit_streamed_keys`). The caller knows the stream holds a row (an empty
-    stream would commit an empty MERGE)."""
-    return _merge_until_committed(
-        location, layout, app_id, version, lambda table: fit_streamed_keys(read_changes, table, layout)
-    )
-
-
-# Another writer's commit between a MERGE's read of the table and its own commit (a validation's repairs
-# beside a running replication, an incremental export beside either) makes delta-rs refuse the MERGE's commit:
-# it would overwrite files that changed. The MERGE is then run again on the table as that commit left it.
-CONFLICT_ATTEMPTS = 6
-_CONFLICT_WAIT = wait_random_exponential(multiplier=0.1, max=2.0)
-
-
-def _merge_until_committed(
-    location: DeltaLocation, layout: DeltaLayout, app_id: str, version: int,
-    fitted_changes: Callable[[DeltaTable], pa.Table | pa.RecordBatchReader | None],
-) -> bool:  # fmt: skip
-    """Open the table, skip the batch when the table holds it (a commit of ours that looked failed, too), else
-    MERGE `fitted_changes(table)` (None: nothing to merge); again on a commit conflict, `CONFLICT_ATTEMPTS` in all."""
     for attempt in Retrying(
         retry=retry_if_exception_type(CommitFailedError), stop=stop_after_attempt(CONFLICT_ATTEMPTS),
         wait=_CONFLICT_WAIT, before_sleep=_log_conflict, reraise=True,
@@ -253,10 +227,13 @@ def _merge_until_committed(
             table = location.open()
             if _applied(location, table, app_id, version):
                 return False
-            changes = fitted_changes(table)
             if changes is not None:
-                _merge(table, layout, app_id, version, changes)
+                _merge(location, table, layout, changes, executors, Transaction(app_id, version))
     return True
+
+
+CONFLICT_ATTEMPTS = 6
+_CONFLICT_WAIT = wait_random_exponential(multiplier=0.1, max=2.0)
 
 
 def _log_conflict(state: RetryCallState) -> None:
@@ -280,31 +257,18 @@ def _applied(location: DeltaLocation, table: DeltaTable, app_id: str, version: i
 
 
 def _merge(
-    table: DeltaTable, layout: DeltaLayout, app_id: str, version: int, changes: pa.Table | pa.RecordBatchReader
-) -> None:
-    """One MERGE by key: deleted rows removed, matched rows updated, the rest inserted; one commit with the txn.
-    streamed_exec: delta-rs reads the source once as it runs, instead of holding it to prune the target by its stats."""
-    deleted = f"source.{_quoted(DELETED_COLUMN)}"
-    values = {_quoted(name): f"source.{_quoted(name)}" for name in layout.column_names}
-    (
-        table.merge(
-            changes, predicate=_same_key(layout), source_alias="source", target_alias="target", streamed_exec=True,
-            commit_properties=CommitProperties(app_transactions=[Transaction(app_id, version)]),
-        )  # fmt: skip
-        .when_matched_delete(predicate=deleted)
-        .when_matched_update(updates=values)
-        .when_not_matched_insert(updates=values, predicate=f"NOT {deleted}")
-        .execute()
-    )
-
-
-def _same_key(layout: DeltaLayout) -> str:
-    return " AND ".join(f"target.{_quoted(name)} = source.{_quoted(name)}" for name, _ in layout.keys)
-
-
-def _quoted(name: str) -> str:
-    """A column name in a delta-rs SQL expression, whatever characters it holds."""
-    return "`" + name.replace("`", "``") + "`"
+    location: DeltaLocation, table: DeltaTable, layout: DeltaLayout, changes: Changes, executors: Executors,
+    transaction: Transaction,
+) -> None:  # fmt: skip
+    """One attempt: the number keys fitted to the table, the files written by the executors, one commit."""
+    fit_number_keys(table, layout, changes.key_column)
+    work = new_work(location, table, [name for name, _ in layout.keys], typed_schema(layout, table))
+    tasks = plan_tasks(data_files(table), executors.cores, changes)
+    results = executors.run(work, changes, tasks) if tasks else []
+    failed = [result.error for result in results if result.error is not None]
+    if failed:
+        raise failed[0]
+    commit(table, work, transaction, changes.count(), results)
 
 
 # How many keys one read by key filters on: the filter's value lists stay small, and a recheck of many keys

@@ -11,10 +11,10 @@ transaction (`migrator-number-keys`, version 0), so a rerun after a kill neither
 it. A column with a value that does not fit (1E+125, 38 digits with a fraction) stays a string, and
 a log line names it and the value. The property then says `decided`.
 
-Later writers cast their rows' number keys to the table's column type here, never rounding one. A
-MERGE (a replication batch, an incremental export) whose key does not fit the column first rewrites
-that column, once, as exact strings (`fit_keys`, `fit_streamed_keys`); an append, which runs on the
-executors side by side, is refused with one line naming the key (`cast_keys`).
+Later writers cast their rows' number keys to the table's column type, never rounding one. A MERGE (a
+replication batch, an incremental export, repairs) whose key does not fit the column first rewrites that
+column, once, as exact strings (`fit_number_keys`); an append, which runs on the executors side by side, is
+refused with one line naming the key (`cast_keys`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import json
 import logging
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Callable
+from typing import Callable, Iterable
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -34,9 +34,6 @@ from migrator.errors import DeltaTargetError, DeltaWriteFailed
 from migrator.target.delta_rows import ITEM_COLUMN, DeltaLayout
 
 log = logging.getLogger(__name__)
-
-# Opens a stream of MERGE rows: every column (None), or only the columns named.
-StreamOpener = Callable[[list[str] | None], pa.RecordBatchReader]
 
 MARKER = "migrator.numberKeys"  # a table property: `pending` until the number keys are typed, then `decided`
 PENDING = "pending"
@@ -189,38 +186,16 @@ def cast_keys(rows: pa.RecordBatch, table: DeltaTable, layout: DeltaLayout, uri:
     return rows
 
 
-def fit_keys(rows: pa.Table, table: DeltaTable, layout: DeltaLayout) -> pa.Table:
-    """A MERGE's `rows` with their number keys cast to the table's decimal columns. A key that does not fit its
-    column (a later change's finer fraction, a wider number) is never rounded: the column is first rewritten, once,
-    as strings holding DynamoDB's exact numbers (from `_item`), as if its snapshot had held that key."""
-    typed = _decimal_keys(table, layout)
-    for name, kind in typed.items():
-        index = rows.schema.get_field_index(name)
-        try:
-            cast = pc.cast(rows.column(index), kind)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            _warn_unfit(name, next((text for text in rows.column(index).to_pylist() if not _fits(text, kind)), "?"), kind)
-            _retype_as_text(table, name)
-            continue
-        rows = rows.set_column(index, rows.schema.field(index).with_type(kind), cast)
-    return rows
-
-
-def fit_streamed_keys(read_rows: StreamOpener, table: DeltaTable, layout: DeltaLayout) -> pa.RecordBatchReader:
-    """`fit_keys` for MERGE rows read as a stream, never held whole: each typed number key column is first read on
-    its own, a pass over that column only, so a key that does not fit is found (and its column rewritten as exact
-    strings) before the MERGE starts; the stream then casts each batch's keys as the MERGE reads it."""
+def fit_number_keys(table: DeltaTable, layout: DeltaLayout, key_column: Callable[[str], Iterable[pa.Array]]) -> None:
+    """Before a MERGE: a change's number key that does not fit the table's decimal column (a later change's finer
+    fraction, a wider number) is never rounded: the column is first rewritten, once, as strings holding DynamoDB's
+    exact numbers (from `_item`), as if its snapshot had held that key. `key_column(name)` reads one key column of
+    the changes, in chunks (never the whole rows); `table` is then at the rewrite's version."""
     for name, kind in _decimal_keys(table, layout).items():
-        unfit = next((batch.column(0) for batch in read_rows([name]) if not _casts(batch.column(0), kind)), None)
+        unfit = next((chunk for chunk in key_column(name) if not _casts(chunk, kind)), None)
         if unfit is not None:
             _warn_unfit(name, next(text for text in unfit.to_pylist() if not _fits(text, kind)), kind)
             _retype_as_text(table, name)
-    typed = _decimal_keys(table, layout)
-    rows = read_rows(None)
-    if not typed:
-        return rows
-    schema = _typed_schema(rows.schema, typed)
-    return pa.RecordBatchReader.from_batches(schema, (_cast_columns(batch, schema) for batch in rows))
 
 
 def _casts(column: pa.Array, kind: pa.Decimal128Type) -> bool:

@@ -1,10 +1,10 @@
-"""Rows staged as Parquet files beside a Delta table, for a MERGE the driver streams from them.
+"""Rows staged as Parquet files beside a Delta table, the changes of a MERGE the executors write.
 
 An incremental export can change millions of keys: its MERGE rows are written by the executors,
-each task its own file, into `<target.path>/_migrator_staging/<app id>/<run id>/`, and the driver
-reads them back as one stream of record batches for the MERGE (`merge_stream_once`) instead of
-collecting them through Spark (docs/benchmarks.md has the driver's memory before and after). Delta readers, and delta-rs's VACUUM, ignore folders whose name starts with `_`:
-the staged files are never part of the table.
+each task its own file, into `<target.path>/_migrator_staging/<app id>/<run id>/`, and the MERGE's
+tasks read them back there (`StagedChanges`, `migrator.target.delta_file_merge`) instead of the rows
+being collected through Spark. Delta readers, and delta-rs's VACUUM, ignore folders whose name starts
+with `_`: the staged files are never part of the table.
 
 The files are reached through delta-rs's own object store (`DeltaStorageHandler`), with the table's
 storage options: the same endpoint, credentials and proxy as the table, and only PutObject, GetObject
@@ -21,7 +21,7 @@ from __future__ import annotations
 import itertools
 import uuid
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Iterator
 
 import pyarrow as pa
 import pyarrow.dataset as ds
@@ -32,6 +32,7 @@ from pyarrow.fs import PyFileSystem
 
 from migrator.errors import DeltaWriteFailed
 from migrator.target.delta import DeltaLocation
+from migrator.target.delta_file_merge import MergeWork
 
 STAGING_FOLDER = "_migrator_staging"  # `_`-prefixed: not a Delta table folder, skipped by readers and VACUUM
 # Rows per row group written, and per batch read back for the MERGE: a batch then is a whole row group,
@@ -92,11 +93,36 @@ def stage(area: StagingArea, name: str, schema: pa.Schema, batches: Iterable[pa.
 def staged_rows(
     area: StagingArea, files: list[StagedFile], schema: pa.Schema, columns: list[str] | None = None
 ) -> pa.RecordBatchReader:
-    """The staged files, only those listed, as one stream of batches (on the driver): read as the MERGE consumes it.
-    `columns`: only those, else every column of `schema`."""
+    """The staged files, only those listed, as one stream of batches, read as it is consumed. `columns`: only
+    those, else every column of `schema`."""
     dataset = ds.dataset([file.path for file in files], schema=schema, format="parquet", filesystem=area.filesystem())
     # One file and a few batches in flight at a time. The scanner reads on pyarrow's IO threads: delta-rs pulls
     # the stream from its own async runtime, where a read through DeltaStorageHandler would panic.
     return dataset.scanner(
         columns=columns, batch_size=ROW_GROUP_ROWS, batch_readahead=2, fragment_readahead=1
     ).to_reader()
+
+
+@dataclass(frozen=True)
+class StagedChanges:
+    """A MERGE's changes as the staged files the successful tasks returned (`delta_file_merge.Changes`): each
+    rewrite task reads their key columns, each insert task one file; the driver reads a key column at a time."""
+
+    area: StagingArea
+    files: tuple[StagedFile, ...]
+    schema: pa.Schema  # `delta_changes.change_schema`
+
+    def keys(self, work: MergeWork) -> pa.Table:
+        return staged_rows(self.area, list(self.files), self.schema, list(work.key_names)).read_all()
+
+    def count(self) -> int:
+        return sum(file.rows for file in self.files)
+
+    def parts(self) -> int:
+        return len(self.files)
+
+    def rows(self, work: MergeWork, part: int) -> Iterator[pa.RecordBatch]:
+        return iter(staged_rows(self.area, [self.files[part]], self.schema))
+
+    def key_column(self, name: str) -> Iterable[pa.Array]:
+        return (batch.column(0) for batch in staged_rows(self.area, list(self.files), self.schema, [name]))

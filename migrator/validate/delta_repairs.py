@@ -9,8 +9,9 @@ version the table version the validation pinned (the savepoint keeps it, and a l
 a later version, since each repair commit adds one). So a rerun after a kill -9 between the MERGE and
 the savepoint finds that bucket's MERGE in the table and does not apply it again.
 
-The driver commits (not each executor), one MERGE at a time: concurrent MERGEs into one table could
-conflict, and a failed commit would fail the unit after its repairs were judged.
+The driver commits (not each executor), one MERGE at a time, its files written by the executors
+(`migrator.target.delta_file_merge`): concurrent MERGEs into one table could conflict, and a failed
+commit would fail the unit after its repairs were judged.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from migrator.errors import DeltaWriteFailed
 from migrator.items import Item
 from migrator.target.delta import DeltaLocation, merge_once
 from migrator.target.delta_changes import change_batch, change_schema
+from migrator.target.delta_file_merge import Executors, HeldChanges
 from migrator.target.delta_rows import DeltaLayout, RowCounts
 from migrator.validate.report import Tally
 
@@ -72,6 +74,7 @@ class DeltaRepairMerge:
     app_id_prefix: str  # the validation's savepoint name
     version: int  # the table version the validation pinned
     rechecked: bool  # the repairs were judged on the table as it is now (the recheck), not on the scans
+    executors: Executors  # where each MERGE's files are written
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def merge(self, bucket: int, rows: pa.RecordBatch | None, tally: Tally) -> None:
@@ -97,8 +100,8 @@ class DeltaRepairMerge:
 
     def _merge_once(self, app_id: str, rows: pa.RecordBatch) -> bool:
         try:
-            return merge_once(self.location, self.layout, app_id, self.version,
-                              pa.Table.from_batches([rows], schema=change_schema(self.layout)))  # fmt: skip
+            changes = HeldChanges(pa.Table.from_batches([rows], schema=change_schema(self.layout)))
+            return merge_once(self.location, self.layout, app_id, self.version, changes, self.executors)
         except (DeltaError, OSError) as exc:
             raise DeltaWriteFailed(
                 f"merging the repairs into the Delta table {self.location.uri}", exc,

@@ -43,6 +43,7 @@ from migrator.snapshot.runner import UnitJobs, run_job, run_units
 from migrator.snapshot.savepoints import VALIDATION, SavepointStore, Side, UnitLedger
 from migrator.snapshot.table_copy import plan_copy, preflight
 from migrator.target.delta import location_of
+from migrator.target.delta_file_merge import SparkExecutors
 from migrator.target.export_folder import ExportFolder, delete_folder, read_written_export
 from migrator.target.hadoop_folder import HadoopFolder
 from migrator.target.tables import TableInfo
@@ -265,7 +266,9 @@ def _validate_delta(loaded: LoadedConfig, spark_factory: Callable[[], SparkSessi
         for n, unit in enumerate(delta_units, 1)
     ]  # fmt: skip
     check = replace(_key_check(config, None, source_scan, None, key_names), delta=delta)
-    merge = DeltaRepairMerge(location, delta.layout, store.identity.stem(), pinned.version, check.rechecks)
+    merge = DeltaRepairMerge(
+        location, delta.layout, store.identity.stem(), pinned.version, check.rechecks, SparkExecutors(spark)
+    )
     units = Units(reads, concurrency, check, segments, buckets, pinned.version, merge if check.repairs else None)
     return _run(spark, config, store, saved, units, work)
 

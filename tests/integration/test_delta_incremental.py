@@ -22,6 +22,7 @@ from deltalake import DeltaTable
 
 from migrator.items import from_dynamodb_json
 from migrator.validate.compare import items_equal
+from testsupport.delta_merges import operation_of
 from testsupport.endpoint import TEST_ACCESS_KEY, TEST_REGION, TEST_SECRET_KEY, reaching
 from testsupport.export_imports import export_source
 from testsupport.faultproxy import FaultProxy
@@ -113,7 +114,7 @@ def log_commits(path: Path) -> list[dict]:
     for entry in sorted((path / "_delta_log").glob("*.json")):
         actions = [json.loads(line) for line in entry.read_text().splitlines() if line.strip()]
         info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
-        commits.append({"operation": info["operation"], "txn": [a["txn"] for a in actions if "txn" in a]})
+        commits.append({"operation": operation_of(info), "txn": [a["txn"] for a in actions if "txn" in a]})
     return commits
 
 
@@ -250,15 +251,15 @@ def keys_under(s3, bucket: str, prefix: str) -> list[str]:
 
 
 def s3_merges(s3, bucket: str) -> list[dict]:
-    """The table's MERGE commits: application transactions and operation metrics."""
+    """The table's MERGE commits: application transactions and what the migrator says of each (its "migrator" entry)."""
     found = []
     for key in keys_under(s3, bucket, "lake/_delta_log/"):
         if key.endswith(".json"):
             text = s3.get_object(Bucket=bucket, Key=key)["Body"].read().decode()
             actions = [json.loads(line) for line in text.splitlines() if line.strip()]
             info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
-            if info["operation"] == "MERGE":
-                found.append({"txn": [a["txn"] for a in actions if "txn" in a], "metrics": info["operationMetrics"]})
+            if operation_of(info) == "MERGE":
+                found.append({"txn": [a["txn"] for a in actions if "txn" in a], "metrics": info["migrator"]})
     return found
 
 
@@ -302,7 +303,7 @@ def test_an_incremental_export_on_s3_is_staged_beside_the_table_and_merged_once(
     (merge,) = s3_merges(s3, bucket)
     (txn,) = merge["txn"]
     assert txn["appId"].endswith("-changes") and txn["version"] == 0
-    assert merge["metrics"]["num_source_rows"] == CHANGED_KEYS
+    assert merge["metrics"]["changes"] == CHANGED_KEYS
     ((run, names),) = staged_runs(s3, bucket, txn["appId"]).items()  # the staged files stay, one run's
     assert names and all(re.fullmatch(r"part-\d{5}-attempt-0\.parquet", name) for name in names)
     changed = {change.keys["pk"]["S"] for changes in FIRST for change in changes}
@@ -335,7 +336,7 @@ def test_kill_9_between_staging_and_merge_on_s3_then_rerun_merges_only_its_own_r
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     s3_converged(AFTER_FIRST, uri, options)
     (merge,) = s3_merges(s3, bucket)
-    assert merge["metrics"]["num_source_rows"] == CHANGED_KEYS, "the dead run's staged rows were merged too"
+    assert merge["metrics"]["changes"] == CHANGED_KEYS, "the dead run's staged rows were merged too"
     assert merge["txn"][0]["appId"] == app_id
     assert set(staged_runs(s3, bucket, app_id)) > {dead}, "the rerun staged over the dead run's files"
 

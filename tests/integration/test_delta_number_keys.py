@@ -15,10 +15,13 @@ import pytest
 from deltalake import DeltaTable
 
 from migrator.errors import DeltaTargetError
-from migrator.target.delta import DeltaLocation, append_once, create_table, merge_once, merge_stream_once
+from migrator.target.delta import DeltaLocation, append_once, create_table, merge_once
+from migrator.target.delta_file_merge import HeldChanges
+from migrator.target.delta_staging import StagedChanges, new_staging, stage
 from migrator.target.delta_changes import change_batch
-from migrator.target.delta_number_keys import DECIDED, MARKER, PENDING, TYPING_APP_ID, StreamOpener, type_number_keys
+from migrator.target.delta_number_keys import DECIDED, MARKER, PENDING, TYPING_APP_ID, type_number_keys
 from migrator.target.delta_rows import DeltaLayout, RowCounts, record_batch
+from testsupport.delta_merges import InProcess, operation_of
 from testsupport.endpoint import put_items, side
 from testsupport.jobs import run_in_process, write_config
 
@@ -59,7 +62,7 @@ def commits(path: Path) -> list[dict]:
     for entry in sorted((path / "_delta_log").glob("*.json")):
         actions = [json.loads(line) for line in entry.read_text().splitlines()]
         info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
-        found.append({"file": entry, "operation": info["operation"], "txn": [a["txn"]["appId"] for a in actions if "txn" in a]})
+        found.append({"file": entry, "operation": operation_of(info), "txn": [a["txn"]["appId"] for a in actions if "txn" in a]})
     return found
 
 
@@ -160,8 +163,8 @@ def typed_table(tmp_path: Path, items: list[dict]) -> DeltaLocation:
     return location
 
 
-def changes(*states: tuple[dict, dict | None]) -> pa.Table:
-    return pa.Table.from_batches([change_batch(list(states), LAYOUT, RowCounts())])
+def changes(*states: tuple[dict, dict | None]) -> HeldChanges:
+    return HeldChanges(pa.Table.from_batches([change_batch(list(states), LAYOUT, RowCounts())]))
 
 
 def item(sk: str, v: str) -> dict:
@@ -178,7 +181,7 @@ def test_changes_merged_into_typed_keys_converge(tmp_path):
 
     merged = merge_once(location, LAYOUT, "replication", 0, changes(
         (keys_of(item("1", "")), item("1", "updated")), (keys_of(item("2", "")), None), (keys_of(item("7", "")), item("7", "new")),
-    ))  # fmt: skip
+    ), InProcess())  # fmt: skip
 
     assert merged
     rows = {row["sk"]: json.loads(row["_item"]) for row in location.open().to_pyarrow_table().to_pylist()}
@@ -189,7 +192,7 @@ def test_changes_merged_into_typed_keys_converge(tmp_path):
 def test_a_change_whose_key_does_not_fit_turns_the_column_back_to_exact_strings(tmp_path, sk, caplog):
     location = typed_table(tmp_path, [item("1", "one"), item("2.5", "two")])
 
-    assert merge_once(location, LAYOUT, "replication", 0, changes((keys_of(item(sk, "")), item(sk, "new"))))
+    assert merge_once(location, LAYOUT, "replication", 0, changes((keys_of(item(sk, "")), item(sk, "new"))), InProcess())
 
     table = location.open()
     assert table.to_pyarrow_table().schema.field("sk").type in (pa.string(), pa.large_string())
@@ -198,28 +201,26 @@ def test_a_change_whose_key_does_not_fit_turns_the_column_back_to_exact_strings(
     assert f"the key sk={sk} does not fit the table's key column sk decimal(38,1)" in caplog.text
     assert table.transaction_version(TYPING_APP_ID) == 1  # the typing (0), then its undoing (1)
     assert table.transaction_version("replication") == 0
-    replayed = merge_once(location, LAYOUT, "replication", 0, changes((keys_of(item(sk, "")), item(sk, "new"))))
+    replayed = merge_once(location, LAYOUT, "replication", 0, changes((keys_of(item(sk, "")), item(sk, "new"))), InProcess())
     assert not replayed  # a replay after a stop is recognized as ever
-    assert merge_once(location, LAYOUT, "replication", 1, changes((keys_of(item("1", "")), None)))
+    assert merge_once(location, LAYOUT, "replication", 1, changes((keys_of(item("1", "")), None)), InProcess())
     assert sorted(row["sk"] for row in location.open().to_pyarrow_table().to_pylist()) == sorted(["2.5", sk])
 
 
-def streamed(rows: pa.Table) -> StreamOpener:
-    """MERGE rows as an incremental export's staged files give them: a stream of one-row batches, or some columns."""
-
-    def read(columns: list[str] | None) -> pa.RecordBatchReader:
-        part = rows if columns is None else rows.select(columns)
-        return pa.RecordBatchReader.from_batches(part.schema, part.to_batches(max_chunksize=1))
-
-    return read
+def staged(location: DeltaLocation, rows: HeldChanges) -> StagedChanges:
+    """MERGE rows as an incremental export stages them beside the table: here one file per row."""
+    area = new_staging(location, "export")
+    batches = rows.table.to_batches(max_chunksize=1)
+    files = [stage(area, f"part-{n:05d}-attempt-0.parquet", rows.table.schema, [batch]) for n, batch in enumerate(batches)]
+    return StagedChanges(area, tuple(files), rows.table.schema)
 
 
 def test_streamed_changes_merged_into_typed_keys_converge(tmp_path):
     location = typed_table(tmp_path, [item("1", "one"), item("2", "two"), item("3.5", "three")])
 
-    assert merge_stream_once(location, LAYOUT, "export", 0, streamed(changes(
+    assert merge_once(location, LAYOUT, "export", 0, staged(location, changes(
         (keys_of(item("1", "")), item("1", "updated")), (keys_of(item("2", "")), None), (keys_of(item("7", "")), item("7", "new")),
-    )))  # fmt: skip
+    )), InProcess())  # fmt: skip
 
     table = location.open().to_pyarrow_table()
     assert table.schema.field("sk").type == pa.decimal128(38, 1)
@@ -228,12 +229,12 @@ def test_streamed_changes_merged_into_typed_keys_converge(tmp_path):
 
 
 def test_a_streamed_key_that_does_not_fit_turns_the_column_to_exact_strings_before_the_merge(tmp_path, caplog):
-    """The unfit key is in the stream's last batch: the keys are read whole before the MERGE reads its first row."""
+    """The unfit key is in the last staged file: the driver reads the key column of every file before any task runs."""
     location = typed_table(tmp_path, [item("1", "one"), item("2.5", "two")])
 
-    assert merge_stream_once(location, LAYOUT, "export", 0, streamed(changes(
+    assert merge_once(location, LAYOUT, "export", 0, staged(location, changes(
         (keys_of(item("1", "")), item("1", "updated")), (keys_of(item("0.25", "")), item("0.25", "finer")),
-    )))  # fmt: skip
+    )), InProcess())  # fmt: skip
 
     table = location.open()
     assert table.to_pyarrow_table().schema.field("sk").type in (pa.string(), pa.large_string())

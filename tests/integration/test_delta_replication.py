@@ -24,9 +24,11 @@ from migrator.replicate.query import replicate
 from migrator.run import migrate
 from migrator.source.dynamodb_streams import StreamInfo
 from migrator.target.delta import DeltaLocation, create_table, merge_once
+from migrator.target.delta_file_merge import HeldChanges
 from migrator.target.delta_changes import change_batch
 from migrator.target.delta_rows import DeltaLayout, RowCounts
 from migrator.validate.compare import items_equal
+from testsupport.delta_merges import InProcess, operation_of
 from testsupport.endpoint import put_items, reaching, scan_all, side
 from testsupport.jobs import write_config
 from testsupport.s3_exports import create_bucket
@@ -91,7 +93,7 @@ def commits_of(entries: Iterable[str]) -> list[dict]:
     for text in entries:
         actions = [json.loads(line) for line in text.splitlines() if line.strip()]
         info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
-        commits.append({"operation": info["operation"], "txn": [a["txn"] for a in actions if "txn" in a]})
+        commits.append({"operation": operation_of(info), "txn": [a["txn"] for a in actions if "txn" in a]})
     return commits
 
 
@@ -207,13 +209,13 @@ def test_a_batch_the_table_holds_is_skipped_and_one_behind_it_is_refused(tmp_pat
     location = DeltaLocation(str(tmp_path / "table"))
     create_table(location, LAYOUT)
     item = {"pk": {"S": "k1"}, "sk": {"N": "0"}, "v": {"N": "1"}}
-    rows = pa.Table.from_batches([change_batch([({"pk": item["pk"], "sk": item["sk"]}, item)], LAYOUT, RowCounts())])
-    assert merge_once(location, LAYOUT, APP_NAME, 3, rows)
+    rows = HeldChanges(pa.Table.from_batches([change_batch([({"pk": item["pk"], "sk": item["sk"]}, item)], LAYOUT, RowCounts())]))
+    assert merge_once(location, LAYOUT, APP_NAME, 3, rows, InProcess())
     commits_before = log_commits(tmp_path / "table")
 
-    assert not merge_once(location, LAYOUT, APP_NAME, 3, rows)
+    assert not merge_once(location, LAYOUT, APP_NAME, 3, rows, InProcess())
     with pytest.raises(DeltaTargetError, match="holds batch 3 of replication 'orders-into-delta', but the checkpoint is at batch 0"):
-        merge_once(location, LAYOUT, APP_NAME, 0, rows)
+        merge_once(location, LAYOUT, APP_NAME, 0, rows, InProcess())
 
     assert log_commits(tmp_path / "table") == commits_before
     assert list(delta_items(tmp_path / "table").values()) == [item]

@@ -1,0 +1,171 @@
+"""A MERGE whose files the executors write (`migrator.target.delta_file_merge`), on real local Delta tables: the
+tasks run in this process (`testsupport.delta_merges.InProcess`), each the `run_task` an executor runs."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from decimal import Decimal
+
+import pyarrow as pa
+from deltalake import DeltaTable
+
+from migrator.items import Item
+from migrator.target.delta import DeltaLocation, append_once, create_table, merge_once
+from migrator.target.delta_changes import change_batch, change_schema
+from migrator.target.delta_file_merge import MERGE_FOLDER, HeldChanges, InsertTask, RewriteTask, data_files
+from migrator.target.delta_number_keys import type_number_keys
+from migrator.target.delta_rows import DeltaLayout, RowCounts, record_batch
+from testsupport.delta_merges import InProcess
+
+LAYOUT = DeltaLayout((("pk", "S"),))
+
+
+def item(pk: str, value: str, layout_keys: dict | None = None) -> Item:
+    return {"pk": {"S": pk}, "v": {"S": value}, **(layout_keys or {})}
+
+
+def changes(layout: DeltaLayout, *states: tuple[Item, Item | None]) -> HeldChanges:
+    rows = change_batch(list(states), layout, RowCounts())
+    return HeldChanges(pa.Table.from_batches([rows], schema=change_schema(layout)))
+
+
+def puts(layout: DeltaLayout, *items: Item) -> HeldChanges:
+    return changes(layout, *((i, i) for i in items))
+
+
+def table_of_files(tmp_path, layout: DeltaLayout, *files: list[Item]) -> DeltaLocation:
+    """A table whose data files each hold one of `files` (appended as segments are)."""
+    location = DeltaLocation(str(tmp_path / "table"))
+    create_table(location, layout)
+    for number, items in enumerate(files):
+        batch = record_batch(items, layout, layout.arrow_schema(), RowCounts())
+        assert append_once(location, layout, f"segment-{number}", iter([batch]))
+    return location
+
+
+def items_in(location: DeltaLocation) -> list[Item]:
+    return sorted((json.loads(text) for text in location.open().to_pyarrow_table().column("_item").to_pylist()),
+                  key=json.dumps)  # fmt: skip
+
+
+def files_of(location: DeltaLocation) -> set[str]:
+    return {file.path for file in data_files(location.open())}
+
+
+def test_puts_updates_and_deletes_rewrite_only_the_files_holding_their_keys(tmp_path):
+    location = table_of_files(tmp_path, LAYOUT, [item("a", "1"), item("b", "1")], [item("c", "1")], [item("d", "1")])
+    untouched = {path for path in files_of(location) if "a" not in _keys_in(location, path) and "c" not in _keys_in(location, path)}
+    executors = InProcess()
+
+    merged = merge_once(location, LAYOUT, "replication", 4, changes(
+        LAYOUT, (item("a", "2"), item("a", "2")), (item("c", ""), None), (item("e", "1"), item("e", "1")),
+    ), executors)  # fmt: skip
+
+    assert merged
+    assert items_in(location) == sorted([item("a", "2"), item("b", "1"), item("d", "1"), item("e", "1")], key=json.dumps)
+    table = location.open()
+    assert table.transaction_version("replication") == 4
+    assert untouched == {path for path in files_of(location) if not path.startswith(MERGE_FOLDER)}  # d's file, kept
+    assert table.history(1)[0]["operation"] == "WRITE"  # one commit: removes and adds
+    assert sum(isinstance(task, RewriteTask) for task in executors.tasks) == 3  # one file each (2 cores × 2 at most)
+    assert sum(isinstance(task, InsertTask) for task in executors.tasks) == 1
+    assert not [name for root, _, names in os.walk(tmp_path / "table" / MERGE_FOLDER) if "_delta_log" in root for name in names]
+
+
+def _keys_in(location: DeltaLocation, path: str) -> set[str]:
+    dataset = location.open().to_pyarrow_dataset()
+    fragment = next(f for f in dataset.get_fragments() if f.path == path)
+    return set(fragment.to_table(columns=["pk"]).column("pk").to_pylist())
+
+
+def test_a_replayed_batch_is_found_and_writes_nothing(tmp_path):
+    location = table_of_files(tmp_path, LAYOUT, [item("a", "1")])
+    assert merge_once(location, LAYOUT, "replication", 0, puts(LAYOUT, item("a", "2")), InProcess())
+    version = location.open().version()
+    executors = InProcess()
+
+    assert not merge_once(location, LAYOUT, "replication", 0, puts(LAYOUT, item("a", "3")), executors)
+
+    assert executors.attempts == 0 and location.open().version() == version
+    assert items_in(location) == [item("a", "2")]
+
+
+def test_a_delete_of_every_row_of_a_file_removes_it_and_adds_none(tmp_path):
+    location = table_of_files(tmp_path, LAYOUT, [item("a", "1")], [item("b", "1")])
+
+    assert merge_once(location, LAYOUT, "replication", 0, changes(LAYOUT, (item("a", ""), None)), InProcess())
+
+    assert items_in(location) == [item("b", "1")]
+    assert len(files_of(location)) == 1
+
+
+def test_a_delete_of_a_missing_key_commits_the_batch_and_changes_no_file(tmp_path):
+    location = table_of_files(tmp_path, LAYOUT, [item("a", "1")])
+    before = files_of(location)
+
+    assert merge_once(location, LAYOUT, "replication", 0, changes(LAYOUT, (item("zz", ""), None)), InProcess())
+
+    assert files_of(location) == before and location.open().transaction_version("replication") == 0
+
+
+COMPOSITE = DeltaLayout((("pk", "B"), ("sk", "N")))
+
+
+def composite(pk: bytes, sk: str, value: str) -> Item:
+    return {"pk": {"B": base64.b64encode(pk).decode()}, "sk": {"N": sk}, "v": {"S": value}}
+
+
+def test_binary_and_typed_number_keys_match_exactly(tmp_path):
+    """A binary partition key and a number sort key the snapshot typed decimal(38, 2): only the same bytes and the
+    same number are the same key (1.5 and 1.50 are; 15 is not)."""
+    location = table_of_files(tmp_path, COMPOSITE, [composite(b"\x00a", "1.5", "1"), composite(b"\x00a", "15", "1")],
+                              [composite(b"\xff", "1.25", "1")])  # fmt: skip
+    type_number_keys(location.open, COMPOSITE)
+    assert pa.schema(location.open().schema().to_arrow()).field("sk").type == pa.decimal128(38, 2)
+
+    merge_once(location, COMPOSITE, "replication", 0, changes(
+        COMPOSITE, (composite(b"\x00a", "1.50", "2"), composite(b"\x00a", "1.50", "2")),
+        (composite(b"\xff", "1.25", ""), None), (composite(b"\xff\x00", "1.25", "new"), composite(b"\xff\x00", "1.25", "new")),
+    ), InProcess())  # fmt: skip
+
+    rows = location.open().to_pyarrow_table().sort_by([("pk", "ascending"), ("sk", "ascending")]).to_pylist()
+    assert [(row["pk"], row["sk"], json.loads(row["_item"])["v"]["S"]) for row in rows] == [
+        (b"\x00a", Decimal("1.50"), "2"), (b"\x00a", Decimal("15.00"), "1"), (b"\xff\x00", Decimal("1.25"), "new"),
+    ]  # fmt: skip
+
+
+def test_a_key_the_typed_column_cannot_hold_turns_the_column_to_exact_strings_first(tmp_path):
+    location = table_of_files(tmp_path, COMPOSITE, [composite(b"a", "1.5", "1")])
+    type_number_keys(location.open, COMPOSITE)
+
+    merge_once(location, COMPOSITE, "replication", 0, puts(COMPOSITE, composite(b"a", "1.125", "finer")), InProcess())
+
+    table = location.open()
+    assert pa.schema(table.schema().to_arrow()).field("sk").type in (pa.string(), pa.large_string(), pa.string_view())
+    assert sorted(table.to_pyarrow_table().column("sk").to_pylist()) == ["1.125", "1.5"]
+
+
+PARTITIONED = DeltaLayout((("pk", "S"),), (("region", "string"),), ("region",))
+
+
+def placed(pk: str, region: str, value: str) -> Item:
+    return {"pk": {"S": pk}, "region": {"S": region}, "v": {"S": value}}
+
+
+def test_a_partitioned_table_keeps_each_rows_partition_and_moves_a_changed_one(tmp_path):
+    awkward = "eu west/1 %é"
+    location = table_of_files(tmp_path, PARTITIONED, [placed("a", awkward, "1"), placed("b", "us", "1"),
+                                                      placed("c", awkward, "1")])  # fmt: skip
+
+    merge_once(location, PARTITIONED, "replication", 0, changes(
+        PARTITIONED, (placed("a", "us", "moved"), placed("a", "us", "moved")), (placed("b", "", ""), None),
+    ), InProcess())  # fmt: skip
+
+    table = DeltaTable(location.uri)
+    rows = sorted(table.to_pyarrow_table().to_pylist(), key=lambda row: row["pk"])
+    assert [(row["pk"], row["region"], json.loads(row["_item"])["v"]["S"]) for row in rows] == [
+        ("a", "us", "moved"), ("c", awkward, "1"),
+    ]
+    assert sorted(table.partitions(), key=json.dumps) == sorted([{"region": awkward}, {"region": "us"}], key=json.dumps)
