@@ -8,7 +8,7 @@ import pickle
 from dataclasses import dataclass, field
 from typing import Callable
 
-from migrator.target.delta_file_merge import Changes, InsertTask, MergeWork, RewriteTask, TaskFiles, run_task
+from migrator.target.delta_file_merge import Changes, MergeWork, Task, TaskFiles, run_task
 
 
 @dataclass
@@ -19,9 +19,9 @@ class InProcess:
     cores: int = 2
     before_run: Callable[[int], None] | None = None
     attempts: int = 0
-    tasks: list[RewriteTask | InsertTask] = field(default_factory=list)
+    tasks: list[Task] = field(default_factory=list)
 
-    def run(self, work: MergeWork, changes: Changes, tasks: list[RewriteTask | InsertTask]) -> list[TaskFiles]:
+    def run(self, work: MergeWork, changes: Changes | None, tasks: list[Task]) -> list[TaskFiles]:
         self.attempts += 1
         self.tasks = tasks
         if self.before_run is not None:

@@ -31,10 +31,9 @@ from migrator.items import rename_attributes
 from migrator.snapshot.export_copy import FileTask
 from migrator.snapshot.export_import import newest_records
 from migrator.snapshot.progress import ImportSummary
-from migrator.snapshot.runner import run_action
+from migrator.snapshot.runner import delta_executors, run_action
 from migrator.snapshot.savepoints import UnitLedger
 from migrator.target.delta import DeltaLocation, merge_once
-from migrator.target.delta_file_merge import SparkExecutors
 from migrator.target.delta_changes import change_batch, change_schema
 from migrator.target.delta_rows import DeltaLayout, RowCounts
 from migrator.target.delta_staging import ROW_GROUP_ROWS, StagedChanges, StagedFile, StagingArea, new_staging, stage
@@ -94,8 +93,8 @@ def merge_incremental(
                  staging.uri(), target.location.uri)  # fmt: skip
         if rows:
             changes = StagedChanges(staging, tuple(staged), change_schema(target.layout))
-            executors = SparkExecutors(spark, lambda collect: run_action(spark, collect, "import"))
-            merge_once(target.location, target.layout, target.app_id, CHANGES_VERSION, changes, executors)
+            merge_once(target.location, target.layout, target.app_id, CHANGES_VERSION, changes,
+                       delta_executors(spark, "import"))  # fmt: skip
         summary.files_imported = len(files)
     ledger.record_all([file.file_key for file in files])
 

@@ -31,7 +31,7 @@ from migrator.snapshot.export_write import plan_scan
 from migrator.snapshot.outcomes import DeltaSegmentOutcome
 from migrator.snapshot.preflight import Preflight, describe_live_source
 from migrator.snapshot.progress import ProgressReporter, SnapshotSummary, scan_scale
-from migrator.snapshot.runner import UnitJobs, run_units
+from migrator.snapshot.runner import UnitJobs, delta_executors, run_units
 from migrator.snapshot.savepoints import ResumePoint, SavepointStore, Side, SnapshotProgress, TargetTable, UnitLedger
 from migrator.snapshot.segment_delta import DeltaSegmentTask, write_delta_segment
 from migrator.snapshot.segment_read import read_settings
@@ -143,7 +143,7 @@ def copy_to_delta(
     except KeyboardInterrupt:  # Ctrl+C or SIGTERM: what this run wrote, before the command's last line
         log.info("\n%s", summary.render(ended="interrupted"))
         raise
-    type_number_keys(checks.target.open, checks.layout)  # every segment is in: the keys' scale is known
+    type_number_keys(checks.target, checks.layout, delta_executors(spark, "typing"))  # every segment is in: the keys' scale is known
     summary.finished = time.monotonic()
     return summary
 

@@ -30,7 +30,7 @@ from migrator.snapshot.export_import import exported_table, import_scale
 from migrator.snapshot.file_delta import DeltaFileTask, import_file_to_delta
 from migrator.snapshot.outcomes import DeltaFileOutcome
 from migrator.snapshot.progress import ImportSummary, ProgressReporter, ProgressScale
-from migrator.snapshot.runner import UnitJobs, run_units
+from migrator.snapshot.runner import UnitJobs, delta_executors, run_units
 from migrator.snapshot.savepoints import ImportProgress, SavepointStore, UnitLedger
 from migrator.source.s3export import ExportManifests, check_files_present, read_manifests
 from migrator.target.delta import check_location, create_table
@@ -81,7 +81,7 @@ def import_to_delta(
         merge_incremental(spark, changes, [task.file for task in tasks], summary, ledger)
     elif tasks:
         _import_files(spark, tasks, summary, ledger, import_scale(manifests, done))
-    type_number_keys(checks.target.open, checks.layout)  # every file is in: the keys' scale is known
+    type_number_keys(checks.target, checks.layout, delta_executors(spark, "typing"))  # every file is in: the keys' scale is known
     summary.finished = time.monotonic()
     return summary
 

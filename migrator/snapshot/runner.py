@@ -22,6 +22,8 @@ from typing import Any, Callable, Generic, Iterator, TypeVar
 from py4j.protocol import Py4JError
 from pyspark.sql import SparkSession
 
+from migrator.target.delta_file_merge import SparkExecutors
+
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +91,11 @@ def run_action(spark: SparkSession, action: Callable[[], Result], name: str) -> 
         except BaseException:
             cancel_jobs(spark)
             raise
+
+
+def delta_executors(spark: SparkSession, name: str) -> SparkExecutors:
+    """Where a Delta MERGE's (or rewrite's) tasks run: Spark jobs waited on as `run_action` waits."""
+    return SparkExecutors(spark, lambda collect: run_action(spark, collect, name))
 
 
 @contextmanager

@@ -261,7 +261,7 @@ def _merge(
     transaction: Transaction,
 ) -> None:  # fmt: skip
     """One attempt: the number keys fitted to the table, the files written by the executors, one commit."""
-    fit_number_keys(table, layout, changes.key_column)
+    fit_number_keys(location, table, layout, changes.key_column, executors)
     work = new_work(location, table, [name for name, _ in layout.keys], typed_schema(layout, table))
     tasks = plan_tasks(data_files(table), executors.cores, changes)
     results = executors.run(work, changes, tasks) if tasks else []

@@ -32,6 +32,7 @@ from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as ds
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import DeltaError
 from deltalake.fs import DeltaStorageHandler
@@ -41,6 +42,7 @@ from pyspark.sql import SparkSession
 
 from migrator.errors import DeltaWriteFailed, MigratorError
 from migrator.target.delta_changes import DELETED_COLUMN
+from migrator.target.delta_rows import ITEM_COLUMN
 from migrator.task_boundary import errors_returned
 
 if TYPE_CHECKING:
@@ -80,6 +82,18 @@ class RewriteTask:
 @dataclass(frozen=True)
 class InsertTask:
     part: int
+
+
+@dataclass(frozen=True)
+class RetypeTask:
+    """Files written again whole with `MergeWork.schema`'s column types (`delta_number_keys`): each column cast,
+    or for the columns in `from_item`, each row's number read back from `_item`, exactly as DynamoDB gave it."""
+
+    files: tuple[DataFile, ...]
+    from_item: tuple[str, ...] = ()
+
+
+Task = RewriteTask | InsertTask | RetypeTask
 
 
 @dataclass(frozen=True)
@@ -139,8 +153,8 @@ class Executors(Protocol):
 
     cores: int
 
-    def run(self, work: MergeWork, changes: Changes, tasks: list[RewriteTask | InsertTask]) -> list[TaskFiles]:
-        """Each task's `run_task`, in the order given."""
+    def run(self, work: MergeWork, changes: Changes | None, tasks: list[Task]) -> list[TaskFiles]:
+        """Each task's `run_task`, in the order given (changes: None for retype tasks)."""
 
 
 def data_files(table: DeltaTable) -> list[DataFile]:
@@ -149,15 +163,20 @@ def data_files(table: DeltaTable) -> list[DataFile]:
     return [DataFile(unquote(action["path"]), action["size_bytes"]) for action in actions]
 
 
-def plan_tasks(files: list[DataFile], cores: int, changes: Changes) -> list[RewriteTask | InsertTask]:
-    """The files in groups of about equal bytes, `TASKS_PER_CORE` per core at most, then the insert tasks."""
+def plan_tasks(files: list[DataFile], cores: int, changes: Changes) -> list[Task]:
+    """A MERGE's tasks: a rewrite task per group of files, then the insert tasks."""
+    return [*(RewriteTask(group) for group in file_groups(files, cores)), *(InsertTask(part) for part in range(changes.parts()))]
+
+
+def file_groups(files: list[DataFile], cores: int) -> list[tuple[DataFile, ...]]:
+    """The files in groups of about equal bytes, `TASKS_PER_CORE` per core at most."""
     groups: list[list[DataFile]] = [[] for _ in range(min(len(files), TASKS_PER_CORE * max(cores, 1)))]
     sizes = [0] * len(groups)
     for file in sorted(files, key=lambda file: -file.size):
         lightest = sizes.index(min(sizes))
         groups[lightest].append(file)
         sizes[lightest] += file.size
-    return [*(RewriteTask(tuple(group)) for group in groups), *(InsertTask(part) for part in range(changes.parts()))]
+    return [tuple(group) for group in groups]
 
 
 def new_work(location: DeltaLocation, table: DeltaTable, key_names: Sequence[str], schema: pa.Schema) -> MergeWork:
@@ -167,10 +186,13 @@ def new_work(location: DeltaLocation, table: DeltaTable, key_names: Sequence[str
     )  # fmt: skip
 
 
-def run_task(work: MergeWork, changes: Changes, task: RewriteTask | InsertTask) -> TaskFiles:
+def run_task(work: MergeWork, changes: Changes | None, task: Task) -> TaskFiles:
     """One task's files written (on an executor); a failure is returned, a storage one as retryable."""
     with errors_returned("a Delta MERGE task") as caught:
         try:
+            if isinstance(task, RetypeTask):
+                return _retyped(work, task)
+            assert changes is not None  # a MERGE's tasks
             if isinstance(task, RewriteTask):
                 return _rewrite(work, changes, task.files)
             return TaskFiles(adds=_written(work, f"insert-{task.part}", _inserts(work, changes.rows(work, task.part))))
@@ -183,12 +205,8 @@ def _rewrite(work: MergeWork, changes: Changes, files: tuple[DataFile, ...]) -> 
     """The files holding a changed key, written again without the changed keys; the others untouched."""
     if not files:
         return TaskFiles()
-    dataset = DeltaTable(work.location.uri, version=work.version, storage_options=work.location.storage_options()).to_pyarrow_dataset()
+    dataset, fragments = _fragments(work, files)
     wanted = {file.path: file for file in files}
-    fragments = {fragment.path: fragment for fragment in dataset.get_fragments() if fragment.path in wanted}
-    if len(fragments) != len(wanted):
-        missing = sorted(set(wanted) - set(fragments))
-        raise MigratorError(f"the Delta table {work.location.uri} at version {work.version} lists no file {missing[0]}")
     keys = _typed(changes.keys(work), _key_schema(work))
     touched = []  # (fragment, the changed keys it holds)
     for path, fragment in fragments.items():
@@ -205,6 +223,39 @@ def _rewrite(work: MergeWork, changes: Changes, files: tuple[DataFile, ...]) -> 
     )
     adds = _written(work, f"rewrite-{uuid.uuid4().hex[:8]}", kept)
     return TaskFiles(adds=adds, removes=tuple(file for file, _, _ in touched))
+
+
+def _fragments(work: MergeWork, files: tuple[DataFile, ...]) -> tuple[ds.Dataset, dict[str, ds.Fragment]]:
+    """The table at the work's version as a pyarrow dataset (delta-rs fills in partition columns), and the files'
+    fragments by path."""
+    dataset = DeltaTable(work.location.uri, version=work.version, storage_options=work.location.storage_options()).to_pyarrow_dataset()
+    wanted = {file.path for file in files}
+    fragments = {fragment.path: fragment for fragment in dataset.get_fragments() if fragment.path in wanted}
+    if len(fragments) != len(wanted):
+        missing = sorted(wanted - set(fragments))
+        raise MigratorError(f"the Delta table {work.location.uri} at version {work.version} lists no file {missing[0]}")
+    return dataset, fragments
+
+
+def _retyped(work: MergeWork, task: RetypeTask) -> TaskFiles:
+    """The task's files, every row, written again with the work's column types."""
+    if not task.files:
+        return TaskFiles()
+    dataset, fragments = _fragments(work, task.files)
+    batches = (
+        _typed(_numbers_from_item(pa.Table.from_batches([batch]), task.from_item), work.schema).to_batches()
+        for fragment in fragments.values()
+        for batch in fragment.to_batches(schema=dataset.schema, batch_size=READ_ROWS)
+    )
+    return TaskFiles(adds=_written(work, f"retype-{uuid.uuid4().hex[:8]}", (b for chunk in batches for b in chunk)))
+
+
+def _numbers_from_item(rows: pa.Table, names: tuple[str, ...]) -> pa.Table:
+    """`rows` with each column of `names` replaced by the number `_item` holds under that name, as text."""
+    for name in names:
+        numbers = [json.loads(text)[name]["N"] for text in rows.column(ITEM_COLUMN).to_pylist()]
+        rows = rows.set_column(rows.schema.get_field_index(name), name, pa.array(numbers, pa.string()))
+    return rows
 
 
 def _without(work: MergeWork, batches: Iterator[pa.RecordBatch], held: pa.Table) -> Iterator[pa.RecordBatch]:
@@ -255,6 +306,20 @@ def _chained(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterator[
     yield from rest
 
 
+def commit_rewrite(table: DeltaTable, work: MergeWork, transaction: Transaction, results: list[TaskFiles]) -> None:
+    """The retype tasks' files as the table's whole content and `work.schema` as its schema, one overwrite commit
+    made as the next version after `work.version` (CommitFailedError when another writer committed it first)."""
+    adds = [_add_action(add) for result in results for add in result.adds]
+    table.create_write_transaction(
+        adds, "overwrite", schema=work.schema, partition_by=list(work.partition_by) or None,
+        commit_properties=CommitProperties(app_transactions=[transaction], max_commit_retries=0),
+    )  # fmt: skip
+
+
+def _add_action(add: dict) -> AddAction:
+    return AddAction(add["path"], add["size"], add["partitionValues"], add["modificationTime"], True, add["stats"])
+
+
 def commit(table: DeltaTable, work: MergeWork, transaction: Transaction, changes: int, results: list[TaskFiles]) -> None:
     """The tasks' removes and adds as the table's next version after `work.version`, with the application
     transaction; CommitFailedError when another writer committed that version first.
@@ -263,10 +328,7 @@ def commit(table: DeltaTable, work: MergeWork, transaction: Transaction, changes
     it is under "migrator": {"operation": "MERGE", "changes": <keys>, "filesRemoved": n, "filesAdded": m}."""
     now = int(time.time() * 1000)
     removes = [RemoveAction(file.path, True, now, file.size) for result in results for file in result.removes]
-    adds = [
-        AddAction(add["path"], add["size"], add["partitionValues"], add["modificationTime"], True, add["stats"])
-        for result in results for add in result.adds
-    ]  # fmt: skip
+    adds = [_add_action(add) for result in results for add in result.adds]
     merge = {"operation": "MERGE", "changes": changes, "filesRemoved": len(removes), "filesAdded": len(adds)}
     table.create_write_transaction(
         [*removes, *adds], "append", schema=table.schema(), partition_by=list(work.partition_by) or None,
@@ -288,6 +350,6 @@ class SparkExecutors:
     def cores(self) -> int:
         return self.spark.sparkContext.defaultParallelism
 
-    def run(self, work: MergeWork, changes: Changes, tasks: list[RewriteTask | InsertTask]) -> list[TaskFiles]:
+    def run(self, work: MergeWork, changes: Changes | None, tasks: list[Task]) -> list[TaskFiles]:
         tasks_rdd = self.spark.sparkContext.parallelize(tasks, len(tasks))
         return self.run_job(tasks_rdd.map(partial(run_task, work, changes)).collect)

@@ -6,10 +6,11 @@ exact number, and the table property `migrator.numberKeys: pending` (`creation_p
 snapshot is complete, the driver types the keys (`type_number_keys`): it reads only the number key
 columns of the table at one version, in batches, and for each column finds the scale s (the most
 fraction digits) such that every value fits `decimal(38, s)` (integer digits + s <= 38). The columns
-that fit are rewritten ONCE as `decimal(38, s)`: one overwrite commit, tagged with the application
-transaction (`migrator-number-keys`, version 0), so a rerun after a kill neither repeats nor skips
-it. A column with a value that does not fit (1E+125, 38 digits with a fraction) stays a string, and
-a log line names it and the value. The property then says `decided`.
+that fit are rewritten ONCE as `decimal(38, s)`, every file by executor tasks
+(`delta_file_merge.RetypeTask`): one overwrite commit, tagged with the application transaction
+(`migrator-number-keys`, version 0), so a rerun after a kill neither repeats nor skips it. A column
+with a value that does not fit (1E+125, 38 digits with a fraction) stays a string, and a log line
+names it and the value. The property then says `decided`.
 
 Later writers cast their rows' number keys to the table's column type, never rounding one. A MERGE (a
 replication batch, an incremental export, repairs) whose key does not fit the column first rewrites that
@@ -19,19 +20,24 @@ refused with one line naming the key (`cast_keys`).
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from deltalake import DeltaTable, Transaction
 from deltalake.exceptions import DeltaError
 
 from migrator.errors import DeltaTargetError, DeltaWriteFailed
-from migrator.target.delta_rows import ITEM_COLUMN, DeltaLayout
+from migrator.target.delta_file_merge import (
+    Executors, RetypeTask, commit_rewrite, data_files, file_groups, new_work,
+)
+from migrator.target.delta_rows import DeltaLayout
+
+if TYPE_CHECKING:
+    from migrator.target.delta import DeltaLocation
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +46,7 @@ PENDING = "pending"
 DECIDED = "decided"
 TYPING_APP_ID = "migrator-number-keys"  # the typing commit's application transaction: committed once, version 0
 MAX_PRECISION = 38  # Delta's (and Spark's) widest decimal
-_READ_ROWS = 65_536  # rows per batch when reading the key columns or rewriting the table
+_READ_ROWS = 65_536  # rows per batch when reading the number key columns
 
 
 def creation_properties(layout: DeltaLayout) -> dict[str, str] | None:
@@ -102,7 +108,7 @@ def is_pending(table: DeltaTable) -> bool:
     return table.metadata().configuration.get(MARKER) == PENDING
 
 
-def type_number_keys(open_table: Callable[[], DeltaTable], layout: DeltaLayout) -> None:
+def type_number_keys(location: DeltaLocation, layout: DeltaLayout, executors: Executors) -> None:
     """Type the pending table's number key columns, once; nothing for a table that is not pending.
 
     A table without number keys is not even opened. A failure of delta-rs is raised as retryable:
@@ -111,14 +117,14 @@ def type_number_keys(open_table: Callable[[], DeltaTable], layout: DeltaLayout) 
     names = number_keys(layout)
     if not names:
         return
-    table = open_table()
+    table = location.open()
     if not is_pending(table):
         return
     try:
         if table.transaction_version(TYPING_APP_ID) is None:  # not yet rewritten (or a run died before the commit)
             types = _chosen_types(table, names, set(table.metadata().partition_columns))
             if types:
-                _rewrite(table, types)
+                _rewrite(location, table, layout, executors, types, version=0)
         table.alter.set_table_properties({MARKER: DECIDED}, raise_if_not_exists=False)
     except (DeltaError, OSError) as exc:
         raise DeltaWriteFailed(
@@ -147,16 +153,22 @@ def _chosen_types(table: DeltaTable, names: list[str], partition_columns: set[st
     return types
 
 
-def _rewrite(table: DeltaTable, types: dict[str, pa.DataType]) -> None:
-    """The table at its current version rewritten as one overwrite commit with `types`, tagged with the typing app id."""
-    dataset = table.to_pyarrow_dataset()
-    schema = _typed_schema(dataset.schema, types)
-    batches = (_cast_columns(batch, schema) for batch in dataset.to_batches(batch_size=_READ_ROWS))
-    write_deltalake(
-        table, pa.RecordBatchReader.from_batches(schema, batches), mode="overwrite", schema_mode="overwrite",
-        partition_by=list(table.metadata().partition_columns) or None,
-        commit_properties=CommitProperties(app_transactions=[Transaction(TYPING_APP_ID, 0)]),
-    )  # fmt: skip
+def _rewrite(
+    location: DeltaLocation, table: DeltaTable, layout: DeltaLayout, executors: Executors,
+    types: dict[str, pa.DataType], version: int, from_item: tuple[str, ...] = (),
+) -> None:  # fmt: skip
+    """The table at its current version rewritten by the executors with the key columns of `types` (the `from_item`
+    ones read back from `_item`), committed as one overwrite tagged with the typing app id's `version`; `table` is
+    then at the new version."""
+    schema = _typed_schema(typed_schema(layout, table), types)
+    work = new_work(location, table, [name for name, _ in layout.keys], schema)
+    tasks = [RetypeTask(group, from_item) for group in file_groups(data_files(table), executors.cores)]
+    results = executors.run(work, None, tasks) if tasks else []
+    failed = [result.error for result in results if result.error is not None]
+    if failed:
+        raise failed[0]
+    commit_rewrite(table, work, Transaction(TYPING_APP_ID, version), results)
+    table.update_incremental()
 
 
 def _typed_schema(schema: pa.Schema, types: dict[str, pa.DataType]) -> pa.Schema:
@@ -164,10 +176,6 @@ def _typed_schema(schema: pa.Schema, types: dict[str, pa.DataType]) -> pa.Schema
         index = schema.get_field_index(name)
         schema = schema.set(index, schema.field(index).with_type(kind))
     return schema
-
-
-def _cast_columns(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
-    return pa.RecordBatch.from_arrays([batch.column(field.name).cast(field.type) for field in schema], schema=schema)
 
 
 def cast_keys(rows: pa.RecordBatch, table: DeltaTable, layout: DeltaLayout, uri: str) -> pa.RecordBatch:
@@ -186,7 +194,10 @@ def cast_keys(rows: pa.RecordBatch, table: DeltaTable, layout: DeltaLayout, uri:
     return rows
 
 
-def fit_number_keys(table: DeltaTable, layout: DeltaLayout, key_column: Callable[[str], Iterable[pa.Array]]) -> None:
+def fit_number_keys(
+    location: DeltaLocation, table: DeltaTable, layout: DeltaLayout, key_column: Callable[[str], Iterable[pa.Array]],
+    executors: Executors,
+) -> None:  # fmt: skip
     """Before a MERGE: a change's number key that does not fit the table's decimal column (a later change's finer
     fraction, a wider number) is never rounded: the column is first rewritten, once, as strings holding DynamoDB's
     exact numbers (from `_item`), as if its snapshot had held that key. `key_column(name)` reads one key column of
@@ -195,7 +206,8 @@ def fit_number_keys(table: DeltaTable, layout: DeltaLayout, key_column: Callable
         unfit = next((chunk for chunk in key_column(name) if not _casts(chunk, kind)), None)
         if unfit is not None:
             _warn_unfit(name, next(text for text in unfit.to_pylist() if not _fits(text, kind)), kind)
-            _retype_as_text(table, name)
+            version = (table.transaction_version(TYPING_APP_ID) or 0) + 1
+            _rewrite(location, table, layout, executors, {name: pa.string()}, version, from_item=(name,))
 
 
 def _casts(column: pa.Array, kind: pa.Decimal128Type) -> bool:
@@ -223,24 +235,6 @@ def _decimal_keys(table: DeltaTable, layout: DeltaLayout) -> dict[str, pa.DataTy
     return {name: typed[name] for name, _ in layout.keys if name in typed}
 
 
-def _retype_as_text(table: DeltaTable, name: str) -> None:
-    """The table rewritten as one overwrite commit with the key column `name` as strings read from `_item`, tagged
-    with the typing app id's next version; `table` is then at that version."""
-    version = table.transaction_version(TYPING_APP_ID)
-    dataset = table.to_pyarrow_dataset()
-    schema = _typed_schema(dataset.schema, {name: pa.string()})
-    index = schema.get_field_index(name)
-
-    def as_text(batch: pa.RecordBatch) -> pa.RecordBatch:
-        numbers = [json.loads(text)[name]["N"] for text in batch.column(ITEM_COLUMN).to_pylist()]
-        return batch.set_column(index, schema.field(index), pa.array(numbers, pa.string()))
-
-    write_deltalake(
-        table, pa.RecordBatchReader.from_batches(schema, map(as_text, dataset.to_batches(batch_size=_READ_ROWS))),
-        mode="overwrite", schema_mode="overwrite", partition_by=list(table.metadata().partition_columns) or None,
-        commit_properties=CommitProperties(app_transactions=[Transaction(TYPING_APP_ID, (version or 0) + 1)]),
-    )  # fmt: skip
-    table.update_incremental()
 
 
 def _unfit(uri: str, name: str, kind: pa.Decimal128Type, column: pa.ChunkedArray | pa.Array) -> DeltaTargetError:

@@ -159,7 +159,7 @@ def typed_table(tmp_path: Path, items: list[dict]) -> DeltaLocation:
     create_table(location, LAYOUT)
     schema = LAYOUT.arrow_schema()
     append_once(location, LAYOUT, "snapshot", iter([record_batch(items, LAYOUT, schema, RowCounts())]))
-    type_number_keys(location.open, LAYOUT)
+    type_number_keys(location, LAYOUT, InProcess())
     return location
 
 

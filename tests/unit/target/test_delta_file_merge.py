@@ -14,7 +14,7 @@ from deltalake import DeltaTable
 from migrator.items import Item
 from migrator.target.delta import DeltaLocation, append_once, create_table, merge_once
 from migrator.target.delta_changes import change_batch, change_schema
-from migrator.target.delta_file_merge import MERGE_FOLDER, HeldChanges, InsertTask, RewriteTask, data_files
+from migrator.target.delta_file_merge import MERGE_FOLDER, HeldChanges, InsertTask, RetypeTask, RewriteTask, data_files
 from migrator.target.delta_number_keys import type_number_keys
 from migrator.target.delta_rows import DeltaLayout, RowCounts, record_batch
 from testsupport.delta_merges import InProcess
@@ -122,7 +122,7 @@ def test_binary_and_typed_number_keys_match_exactly(tmp_path):
     same number are the same key (1.5 and 1.50 are; 15 is not)."""
     location = table_of_files(tmp_path, COMPOSITE, [composite(b"\x00a", "1.5", "1"), composite(b"\x00a", "15", "1")],
                               [composite(b"\xff", "1.25", "1")])  # fmt: skip
-    type_number_keys(location.open, COMPOSITE)
+    type_number_keys(location, COMPOSITE, InProcess())
     assert pa.schema(location.open().schema().to_arrow()).field("sk").type == pa.decimal128(38, 2)
 
     merge_once(location, COMPOSITE, "replication", 0, changes(
@@ -136,12 +136,36 @@ def test_binary_and_typed_number_keys_match_exactly(tmp_path):
     ]  # fmt: skip
 
 
+def test_the_number_key_typing_rewrites_every_file_in_executor_tasks_as_one_commit(tmp_path):
+    location = table_of_files(tmp_path, COMPOSITE, [composite(b"a", "1", "1"), composite(b"b", "-0.5", "1")],
+                              [composite(b"c", "12345678901234567890123456789012345.5", "1")], [composite(b"d", "7", "1")])  # fmt: skip
+    before = location.open()
+    files, identity = {file.path for file in data_files(before)}, before.metadata().id
+    executors = InProcess()
+
+    type_number_keys(location, COMPOSITE, executors)
+
+    assert [type(task) for task in executors.tasks] == [RetypeTask] * 3  # a file each (2 cores × 2 tasks at most)
+    assert {file for task in executors.tasks for file in (f.path for f in task.files)} == files
+    table = location.open()
+    assert table.metadata().id == identity and table.version() == before.version() + 2  # the rewrite, then the marker
+    assert not files & {file.path for file in data_files(table)}
+    rows = sorted(table.to_pyarrow_table().to_pylist(), key=lambda row: row["pk"])
+    assert [(row["pk"], row["sk"]) for row in rows] == [
+        (b"a", Decimal("1.0")), (b"b", Decimal("-0.5")), (b"c", Decimal("12345678901234567890123456789012345.5")),
+        (b"d", Decimal("7.0")),
+    ]  # fmt: skip
+    assert pa.schema(table.schema().to_arrow()).field("sk").type == pa.decimal128(38, 1)
+
+
 def test_a_key_the_typed_column_cannot_hold_turns_the_column_to_exact_strings_first(tmp_path):
     location = table_of_files(tmp_path, COMPOSITE, [composite(b"a", "1.5", "1")])
-    type_number_keys(location.open, COMPOSITE)
+    type_number_keys(location, COMPOSITE, InProcess())
+    executors = InProcess()
 
-    merge_once(location, COMPOSITE, "replication", 0, puts(COMPOSITE, composite(b"a", "1.125", "finer")), InProcess())
+    merge_once(location, COMPOSITE, "replication", 0, puts(COMPOSITE, composite(b"a", "1.125", "finer")), executors)
 
+    assert executors.attempts == 2  # the column's rewrite as strings (from `_item`), then the MERGE
     table = location.open()
     assert pa.schema(table.schema().to_arrow()).field("sk").type in (pa.string(), pa.large_string(), pa.string_view())
     assert sorted(table.to_pyarrow_table().column("sk").to_pylist()) == ["1.125", "1.5"]
