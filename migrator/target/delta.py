@@ -11,6 +11,10 @@ the task asks the table for that app id's version: a segment committed by a run 
 its savepoint was saved is then found and not appended twice. delta-rs commits each version with
 a put-if-absent (a rename on local disks, a conditional write on S3), so tasks appending at once
 never overwrite each other's commit.
+
+Changes (a replicated batch, an incremental export, a validation's repairs) are merged by key, one
+commit each with its application transaction (`merge_once`), their files written by executor tasks
+(`migrator.target.delta_file_merge`). The table's items of some keys are read back by key (`items_by_key`).
 """
 
 from __future__ import annotations
@@ -204,6 +208,13 @@ def _holds_files(location: DeltaLocation) -> bool:
     return bool(listed.get("KeyCount"))
 
 
+# A MERGE commits exactly the version after the one it read: another writer's commit in between (a validation's
+# repairs beside a running replication, an incremental export beside either) takes that version, and the MERGE
+# is planned and written again on the table as that commit left it.
+CONFLICT_ATTEMPTS = 6
+_CONFLICT_WAIT = wait_random_exponential(multiplier=0.1, max=2.0)
+
+
 def merge_once(
     location: DeltaLocation, layout: DeltaLayout, app_id: str, version: int, changes: Changes | None,
     executors: Executors,
@@ -215,9 +226,8 @@ def merge_once(
     False, and nothing written, when the table already holds that version of `app_id`: the batch was
     committed before a crash kept the caller from recording it, and is replayed. None changes (a batch
     with no change) commit nothing. A table holding a later version than `version` raises
-    DeltaTargetError: the checkpoint is behind the table. A commit that another writer's beat (a
-    validation's repairs beside a running replication, an incremental export beside either) is planned
-    and written again on the table as that commit left it, `CONFLICT_ATTEMPTS` times in all.
+    DeltaTargetError: the checkpoint is behind the table. When another writer commits first, the MERGE is
+    planned and written again on the table's new version, `CONFLICT_ATTEMPTS` attempts in all.
     """
     for attempt in Retrying(
         retry=retry_if_exception_type(CommitFailedError), stop=stop_after_attempt(CONFLICT_ATTEMPTS),
@@ -230,10 +240,6 @@ def merge_once(
             if changes is not None:
                 _merge(location, table, layout, changes, executors, Transaction(app_id, version))
     return True
-
-
-CONFLICT_ATTEMPTS = 6
-_CONFLICT_WAIT = wait_random_exponential(multiplier=0.1, max=2.0)
 
 
 def _log_conflict(state: RetryCallState) -> None:
