@@ -31,6 +31,7 @@ from migrator.snapshot.export_write import plan_scan
 from migrator.snapshot.outcomes import DeltaSegmentOutcome
 from migrator.snapshot.preflight import Preflight, describe_live_source
 from migrator.snapshot.progress import ProgressReporter, SnapshotSummary, scan_scale
+from migrator.snapshot.delta_units import committed_by_the_driver
 from migrator.snapshot.runner import UnitJobs, delta_executors, run_units
 from migrator.snapshot.savepoints import ResumePoint, SavepointStore, Side, SnapshotProgress, TargetTable, UnitLedger
 from migrator.snapshot.segment_delta import DeltaSegmentTask, write_delta_segment
@@ -209,4 +210,6 @@ def _segment_job_failed(task: DeltaSegmentTask, cause: str) -> DeltaSegmentOutco
     return DeltaSegmentOutcome(segment=task.segment, error=SegmentFailed(task.segment, task.total_segments, cause, True))
 
 
-DELTA_SEGMENT_JOBS = UnitJobs(write_delta_segment, _describe_segment, _segment_job_failed, unit="segment")
+DELTA_SEGMENT_JOBS = committed_by_the_driver(
+    UnitJobs(write_delta_segment, _describe_segment, _segment_job_failed, unit="segment")
+)

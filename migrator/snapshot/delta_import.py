@@ -25,6 +25,7 @@ from migrator.config import MigratorConfig, S3ExportSource
 from migrator.export.errors import ImportFileFailed
 from migrator.snapshot.changes_delta import DeltaChanges, merge_incremental
 from migrator.snapshot.delta_copy import DeltaPreflight, identity_of, layout_of, location_of
+from migrator.snapshot.delta_units import committed_by_the_driver
 from migrator.snapshot.export_copy import FileTask
 from migrator.snapshot.export_import import exported_table, import_scale
 from migrator.snapshot.file_delta import DeltaFileTask, import_file_to_delta
@@ -123,4 +124,4 @@ def _file_job_failed(task: DeltaFileTask, cause: str) -> DeltaFileOutcome:
     )
 
 
-DELTA_FILE_JOBS = UnitJobs(import_file_to_delta, _describe_file, _file_job_failed, unit="file")
+DELTA_FILE_JOBS = committed_by_the_driver(UnitJobs(import_file_to_delta, _describe_file, _file_job_failed, unit="file"))

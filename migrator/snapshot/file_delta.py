@@ -1,8 +1,9 @@
 """Import one data file of a full DynamoDB S3 export into the Delta table: the work of one Spark task.
 
 Runs on an executor. The file is copied to local disk and its MD5 checked (`export_copy.local_copy`),
-then its items, renamed, are streamed in Arrow batches into one Delta commit tagged with the file's
-app id (`target.delta.append_once`); a file an earlier run committed is found by that id and not
+then its items, renamed, are streamed in Arrow batches into data files (`target.delta.write_once`),
+which the driver commits as one Delta commit tagged with the file's app id
+(`migrator.snapshot.delta_units`); a file an earlier run committed is found by that id and not
 read again. Like every task, the function never raises (`migrator.task_boundary`).
 """
 
@@ -19,7 +20,7 @@ from migrator.export.decode import read_items
 from migrator.items import rename_attributes
 from migrator.snapshot.export_copy import FileTask, file_failed, local_copy, names_its_file
 from migrator.snapshot.outcomes import DeltaFileOutcome
-from migrator.target.delta import DeltaLocation, append_once
+from migrator.target.delta import DeltaLocation, write_once
 from migrator.target.delta_rows import DeltaLayout, RowCounts, record_batch
 from migrator.task_boundary import errors_returned
 
@@ -39,22 +40,23 @@ class DeltaFileTask:
 
 
 def import_file_to_delta(task: DeltaFileTask) -> DeltaFileOutcome:
-    """One full export's data file as one Delta commit (unless one is there already); counts or the error."""
+    """One full export's data file as data files for one Delta commit (unless one is there already); counts or the error."""
     started = time.monotonic()
     rows = RowCounts()
-    appended = False
+    adds = None
     with errors_returned(f"importing {task.file.file_key}", file_failed(task.file), keep=names_its_file) as caught:
         with local_copy(task.file) as copy:
             items = read_items(task.file.data_file, copy, task.file.output_format)
-            appended = append_once(task.location, task.layout, task.app_id, _batches(task, items, rows))
+            adds = write_once(task.location, task.layout, task.app_id, _batches(task, items, rows))
     return DeltaFileOutcome(
         file_key=task.file.file_key,
         items=rows.items,
         written=rows.items if caught.error is None else 0,
         seconds=time.monotonic() - started,
         error=caught.error,
-        already_committed=caught.error is None and not appended,
+        already_committed=caught.error is None and adds is None,
         unfit_values=rows.unfit_values,
+        adds=adds if caught.error is None else None,
     )
 
 

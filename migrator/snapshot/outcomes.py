@@ -71,11 +71,13 @@ class DeltaSegmentOutcome(SegmentOutcome):
 
     `already_committed`: an earlier run had committed the segment (its app id is in the table),
     so nothing was scanned or written; `unfit_values`: projected attribute values that did not
-    fit their column (left null there, kept exact in the item column).
+    fit their column (left null there, kept exact in the item column); `adds`: the data files the
+    task wrote, for the driver to commit (None: nothing to commit).
     """
 
     already_committed: bool = False
     unfit_values: int = 0
+    adds: tuple[dict, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,7 @@ class DeltaFileOutcome(FileOutcome):
 
     already_committed: bool = False
     unfit_values: int = 0
+    adds: tuple[dict, ...] | None = None
 
 
 @dataclass(frozen=True)

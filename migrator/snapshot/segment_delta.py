@@ -1,9 +1,10 @@
 """Write one Scan segment of the source table into the Delta table: the work of one Spark task.
 
 Runs on an executor. Each Scan page becomes an Arrow batch of rows (`target.delta_rows`), streamed
-into delta-rs, which writes the Parquet files and commits them as one transaction tagged with the
-segment's app id (`target.delta.append_once`). A segment an earlier run committed is found by that
-id before it is scanned, and not written again. Like `segment_copy`, the function never raises:
+into delta-rs, which writes the Parquet files (`target.delta.write_once`); the task returns their add
+actions and the driver commits them as one transaction tagged with the segment's app id
+(`migrator.snapshot.delta_units`). A segment an earlier run committed is found by that id before it
+is scanned, and not written again. Like `segment_copy`, the function never raises:
 it returns a `DeltaSegmentOutcome` carrying the error (`migrator.task_boundary`).
 """
 
@@ -20,7 +21,7 @@ from migrator.items import item_size_bytes
 from migrator.snapshot.outcomes import DeltaSegmentOutcome
 from migrator.snapshot.segment_read import SegmentRead, live_pages
 from migrator.source.scan import ScanCounters
-from migrator.target.delta import DeltaLocation, append_once
+from migrator.target.delta import DeltaLocation, write_once
 from migrator.target.delta_rows import DeltaLayout, RowCounts, record_batch
 from migrator.task_boundary import errors_returned
 
@@ -35,17 +36,17 @@ class DeltaSegmentTask(SegmentRead):
 
 
 def write_delta_segment(task: DeltaSegmentTask) -> DeltaSegmentOutcome:
-    """Scan the segment into one Delta commit (unless one is there already); counts or the error."""
+    """Scan the segment into data files for one Delta commit (unless one is there already); counts or the error."""
     started = time.monotonic()
     counters, rows = ScanCounters(), RowCounts()
     totals = {"skipped": 0, "item_bytes": 0}
-    appended = False
+    adds = None
 
     def failed(cause: str, retryable: bool) -> SegmentFailed:
         return SegmentFailed(task.segment, task.total_segments, f"writing {task.location.uri}: {cause}", retryable)
 
     with errors_returned(f"segment {task.segment}", failed) as caught:
-        appended = append_once(task.location, task.layout, task.app_id, _batches(task, counters, rows, totals))
+        adds = write_once(task.location, task.layout, task.app_id, _batches(task, counters, rows, totals))
     return DeltaSegmentOutcome(
         segment=task.segment,
         scanned=counters.items,
@@ -55,8 +56,9 @@ def write_delta_segment(task: DeltaSegmentTask) -> DeltaSegmentOutcome:
         retries=counters.retries,
         seconds=time.monotonic() - started,
         error=caught.error,
-        already_committed=caught.error is None and not appended,
+        already_committed=caught.error is None and adds is None,
         unfit_values=rows.unfit_values,
+        adds=adds if caught.error is None else None,
     )
 
 

@@ -5,12 +5,12 @@ The driver checks the location before anything is written (`check_location`): a 
 must have this copy's columns and partitioning; a folder holding anything else is refused. It
 creates the table when there is none (`create_table`), so segments only ever append.
 
-Each executor task appends its segment as one Delta commit carrying an application transaction
-(Delta's `txn` action): app id `<copy id>-segment-<n>-of-<count>`, version 0 (`append_once`). Before it scans,
-the task asks the table for that app id's version: a segment committed by a run that died before
-its savepoint was saved is then found and not appended twice. delta-rs commits each version with
-a put-if-absent (a rename on local disks, a conditional write on S3), so tasks appending at once
-never overwrite each other's commit.
+Each executor task writes its segment's data files (`write_once`), and the driver appends them as one
+Delta commit carrying an application transaction (Delta's `txn` action): app id
+`<copy id>-segment-<n>-of-<count>`, version 0 (`commit_once`). Before it scans, the task asks the table
+for that app id's version: a segment committed by a run that died before its savepoint was saved is
+then found and not written twice. delta-rs commits each version with a put-if-absent (a rename on
+local disks, a conditional write on S3), so commits made at once never overwrite each other.
 
 Changes (a replicated batch, an incremental export, a validation's repairs) are merged by key, one
 commit each with its application transaction (`merge_once`), their files written by executor tasks
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pyarrow as pa
-from deltalake import CommitProperties, DeltaTable, QueryBuilder, Schema, Transaction, write_deltalake
+from deltalake import DeltaTable, QueryBuilder, Schema, Transaction
 from deltalake.exceptions import CommitFailedError, DeltaError
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
@@ -36,7 +36,9 @@ from migrator.config import DeltaTarget
 from migrator.connection import ClientSpec
 from migrator.errors import DeltaTargetError, DeltaWriteFailed
 from migrator.items import Item
-from migrator.target.delta_file_merge import Changes, Executors, commit, data_files, new_work, plan_tasks
+from migrator.target.delta_file_merge import (
+    Changes, Executors, commit, commit_append, data_files, new_folder, new_work, plan_tasks, write_files,
+)
 from migrator.target.delta_number_keys import cast_keys, creation_properties, fit_number_keys, typed_schema
 from migrator.target.delta_rows import ITEM_COLUMN, DeltaLayout, key_value
 
@@ -121,32 +123,38 @@ def segment_app_id(copy_id: str, segment: int, total_segments: int) -> str:
     return f"{copy_id}-segment-{segment}-of-{total_segments}"
 
 
-def append_once(
+def write_once(
     location: DeltaLocation, layout: DeltaLayout, app_id: str, batches: Iterator[pa.RecordBatch]
-) -> bool:
-    """Append the batches as one commit tagged with `app_id`, unless a commit with it is in the table.
-
-    True when appended; False when an earlier attempt had committed it (`batches` is then never
-    read, so the segment or file is not read again). A failure while producing the batches (a
-    Scan given up, a damaged file) is raised as it was, not as delta-rs rewraps it.
+) -> tuple[dict, ...] | None:
+    """On an executor: write the batches as data files of the table, not committed (`commit_once` commits them,
+    on the driver); their add actions. None when a commit with `app_id` is in the table (`batches` is then never
+    read, so the segment or file is not read again). A failure while producing the batches (a Scan given up, a
+    damaged file) is raised as it was, not as delta-rs rewraps it.
     """
     table = location.open()
     if table.transaction_version(app_id) is not None:
-        return False
+        return None
     failures: list[Exception] = []
     typed = (cast_keys(batch, table, layout, location.uri) for batch in batches)  # a table whose keys were typed
-    reader = pa.RecordBatchReader.from_batches(typed_schema(layout, table), _kept_failures(typed, failures))
+    schema, partition_by = typed_schema(layout, table), table.metadata().partition_columns
     try:
-        write_deltalake(
-            table, reader, mode="append", partition_by=list(layout.partition_by) or None,
-            commit_properties=CommitProperties(app_transactions=[Transaction(app_id, TRANSACTION_VERSION)]),
-        )  # fmt: skip
+        return write_files(location, schema, partition_by, new_folder(), _kept_failures(typed, failures))
     except Exception as exc:
         if failures:
             raise failures[0] from None
         if not isinstance(exc, (DeltaError, OSError)):
             raise
-        raise DeltaWriteFailed(f"appending to the Delta table {location.uri}", exc) from None
+        raise DeltaWriteFailed(f"writing to the Delta table {location.uri}", exc) from None
+
+
+def commit_once(location: DeltaLocation, app_id: str, adds: tuple[dict, ...]) -> bool:
+    """On the driver: the files `write_once` wrote as one commit tagged with `app_id` (version 0), unless a
+    commit with it is in the table already (False). A unit with no row commits no file, and its app id all
+    the same, so that a rerun skips it."""
+    table = location.open()
+    if table.transaction_version(app_id) is not None:
+        return False
+    commit_append(table, Transaction(app_id, TRANSACTION_VERSION), adds)
     return True
 
 

@@ -11,7 +11,7 @@ are written as new rows; one commit removes the rewritten files and adds the new
   keys is left as it is. The others are read batch by batch, their changed keys dropped (an anti join),
   and written anew, partition columns and all.
 - An insert task writes its part's changes that are not deletes.
-- A task writes its files as a small Delta table of its own under `<table>/migrator-merge/<id>/`:
+- A task writes its files as a small Delta table of its own under `<table>/migrator-files/<id>/`:
   delta-rs then writes the files, their statistics and partition values as it writes the table's. The task
   returns that table's add actions, paths made relative to the table, and deletes its log. No file of the
   table is changed: the files of an attempt that failed are named by no commit, and VACUUM removes them.
@@ -48,7 +48,7 @@ from migrator.task_boundary import errors_returned
 if TYPE_CHECKING:
     from migrator.target.delta import DeltaLocation
 
-MERGE_FOLDER = "migrator-merge"  # not `_`-prefixed: VACUUM removes the files of a failed attempt
+FILES_FOLDER = "migrator-files"  # not `_`-prefixed: VACUUM removes the files of a failed attempt
 READ_ROWS = 65_536  # rows per batch read from a rewritten file
 TASKS_PER_CORE = 2  # rewrite tasks per core of the cluster, at most one per file
 
@@ -182,7 +182,7 @@ def file_groups(files: list[DataFile], cores: int) -> list[tuple[DataFile, ...]]
 def new_work(location: DeltaLocation, table: DeltaTable, key_names: Sequence[str], schema: pa.Schema) -> MergeWork:
     return MergeWork(
         location, table.version(), tuple(key_names), schema, tuple(table.metadata().partition_columns),
-        f"{MERGE_FOLDER}/{uuid.uuid4().hex}",
+        new_folder(),
     )  # fmt: skip
 
 
@@ -281,20 +281,32 @@ def _typed(rows: pa.Table, schema: pa.Schema) -> pa.Table:
 
 
 def _written(work: MergeWork, name: str, batches: Iterator[pa.RecordBatch]) -> tuple[dict, ...]:
-    """The batches written as the files of a new Delta table `<work.folder>/<name>`; its add entries, paths
-    relative to the table as stored (decoded). No row, no file."""
+    return write_files(work.location, work.schema, work.partition_by, f"{work.folder}/{name}", batches)
+
+
+def new_folder() -> str:
+    """A folder of the table no other write uses, relative to the table."""
+    return f"{FILES_FOLDER}/{uuid.uuid4().hex}"
+
+
+def write_files(
+    location: DeltaLocation, schema: pa.Schema, partition_by: Sequence[str], folder: str,
+    batches: Iterator[pa.RecordBatch],
+) -> tuple[dict, ...]:  # fmt: skip
+    """The batches written as data files of the table not yet committed: the files of a new Delta table at
+    `folder` (relative to the table), whose log is deleted once read. Its add entries, paths relative to the
+    table as stored (decoded). No row, no file."""
     first = next(batches, None)
     while first is not None and not first.num_rows:
         first = next(batches, None)
     if first is None:
         return ()
-    folder = f"{work.folder}/{name}"
-    rows = pa.RecordBatchReader.from_batches(work.schema, _chained(first, batches))
+    rows = pa.RecordBatchReader.from_batches(schema, _chained(first, batches))
     write_deltalake(
-        f"{work.location.uri.rstrip('/')}/{folder}", rows, partition_by=list(work.partition_by) or None,
-        storage_options=work.location.storage_options(),
+        f"{location.uri.rstrip('/')}/{folder}", rows, partition_by=list(partition_by) or None,
+        storage_options=location.storage_options(),
     )  # fmt: skip
-    files = PyFileSystem(DeltaStorageHandler(work.location.uri, work.location.storage_options()))
+    files = PyFileSystem(DeltaStorageHandler(location.uri, location.storage_options()))
     with files.open_input_stream(f"{folder}/_delta_log/{0:020d}.json") as log_file:
         entries = [json.loads(line) for line in log_file.read().decode("utf-8").splitlines() if line.strip()]
     files.delete_dir(f"{folder}/_delta_log")
@@ -313,6 +325,16 @@ def commit_rewrite(table: DeltaTable, work: MergeWork, transaction: Transaction,
     table.create_write_transaction(
         adds, "overwrite", schema=work.schema, partition_by=list(work.partition_by) or None,
         commit_properties=CommitProperties(app_transactions=[transaction], max_commit_retries=0),
+    )  # fmt: skip
+
+
+def commit_append(table: DeltaTable, transaction: Transaction, adds: Sequence[dict]) -> None:
+    """Files `write_files` wrote, added to the table as one commit with the application transaction. A blind
+    append: delta-rs commits it on top of any other writer's commit."""
+    table.create_write_transaction(
+        [_add_action(add) for add in adds], "append", schema=table.schema(),
+        partition_by=list(table.metadata().partition_columns) or None,
+        commit_properties=CommitProperties(app_transactions=[transaction]),
     )  # fmt: skip
 
 

@@ -15,7 +15,7 @@ import pytest
 from deltalake import DeltaTable
 
 from migrator.errors import DeltaTargetError
-from migrator.target.delta import DeltaLocation, append_once, create_table, merge_once
+from migrator.target.delta import DeltaLocation, commit_once, create_table, merge_once, write_once
 from migrator.target.delta_file_merge import HeldChanges
 from migrator.target.delta_staging import StagedChanges, new_staging, stage
 from migrator.target.delta_changes import change_batch
@@ -158,7 +158,7 @@ def typed_table(tmp_path: Path, items: list[dict]) -> DeltaLocation:
     location = DeltaLocation(str(tmp_path / "typed"))
     create_table(location, LAYOUT)
     schema = LAYOUT.arrow_schema()
-    append_once(location, LAYOUT, "snapshot", iter([record_batch(items, LAYOUT, schema, RowCounts())]))
+    assert commit_once(location, "snapshot", write_once(location, LAYOUT, "snapshot", iter([record_batch(items, LAYOUT, schema, RowCounts())])))
     type_number_keys(location, LAYOUT, InProcess())
     return location
 
@@ -251,12 +251,12 @@ def test_an_append_whose_key_does_not_fit_the_typed_column_is_refused(tmp_path):
     batch = record_batch([item("0.25", "finer")], LAYOUT, LAYOUT.arrow_schema(), RowCounts())
 
     with pytest.raises(DeltaTargetError) as refused:
-        append_once(location, LAYOUT, "second-export", iter([batch]))
+        write_once(location, LAYOUT, "second-export", iter([batch]))
 
     message = str(refused.value)
     assert "sk=0.25" in message and "decimal(38,1)" in message and "nothing was written" in message
     assert "\n" not in message
     assert location.open().version() == before
-    assert append_once(location, LAYOUT, "third-export", iter([record_batch([item("7.5", "fits")], LAYOUT,
-                                                                           LAYOUT.arrow_schema(), RowCounts())]))
+    fits = record_batch([item("7.5", "fits")], LAYOUT, LAYOUT.arrow_schema(), RowCounts())
+    assert commit_once(location, "third-export", write_once(location, LAYOUT, "third-export", iter([fits])))
     assert Decimal("7.5") in location.open().to_pyarrow_table().column("sk").to_pylist()

@@ -12,9 +12,9 @@ import pyarrow as pa
 from deltalake import DeltaTable
 
 from migrator.items import Item
-from migrator.target.delta import DeltaLocation, append_once, create_table, merge_once
+from migrator.target.delta import DeltaLocation, commit_once, create_table, merge_once, write_once
 from migrator.target.delta_changes import change_batch, change_schema
-from migrator.target.delta_file_merge import MERGE_FOLDER, HeldChanges, InsertTask, RetypeTask, RewriteTask, data_files
+from migrator.target.delta_file_merge import FILES_FOLDER, HeldChanges, InsertTask, RetypeTask, RewriteTask, data_files
 from migrator.target.delta_number_keys import type_number_keys
 from migrator.target.delta_rows import DeltaLayout, RowCounts, record_batch
 from testsupport.delta_merges import InProcess
@@ -41,7 +41,7 @@ def table_of_files(tmp_path, layout: DeltaLayout, *files: list[Item]) -> DeltaLo
     create_table(location, layout)
     for number, items in enumerate(files):
         batch = record_batch(items, layout, layout.arrow_schema(), RowCounts())
-        assert append_once(location, layout, f"segment-{number}", iter([batch]))
+        assert commit_once(location, f"segment-{number}", write_once(location, layout, f"segment-{number}", iter([batch])))
     return location
 
 
@@ -56,7 +56,8 @@ def files_of(location: DeltaLocation) -> set[str]:
 
 def test_puts_updates_and_deletes_rewrite_only_the_files_holding_their_keys(tmp_path):
     location = table_of_files(tmp_path, LAYOUT, [item("a", "1"), item("b", "1")], [item("c", "1")], [item("d", "1")])
-    untouched = {path for path in files_of(location) if "a" not in _keys_in(location, path) and "c" not in _keys_in(location, path)}
+    before = files_of(location)
+    untouched = {path for path in before if not {"a", "c"} & _keys_in(location, path)}  # d's file
     executors = InProcess()
 
     merged = merge_once(location, LAYOUT, "replication", 4, changes(
@@ -67,11 +68,11 @@ def test_puts_updates_and_deletes_rewrite_only_the_files_holding_their_keys(tmp_
     assert items_in(location) == sorted([item("a", "2"), item("b", "1"), item("d", "1"), item("e", "1")], key=json.dumps)
     table = location.open()
     assert table.transaction_version("replication") == 4
-    assert untouched == {path for path in files_of(location) if not path.startswith(MERGE_FOLDER)}  # d's file, kept
+    assert len(untouched) == 1 and before & files_of(location) == untouched  # d's file kept, a's and c's replaced
     assert table.history(1)[0]["operation"] == "WRITE"  # one commit: removes and adds
     assert sum(isinstance(task, RewriteTask) for task in executors.tasks) == 3  # one file each (2 cores × 2 at most)
     assert sum(isinstance(task, InsertTask) for task in executors.tasks) == 1
-    assert not [name for root, _, names in os.walk(tmp_path / "table" / MERGE_FOLDER) if "_delta_log" in root for name in names]
+    assert not [name for root, _, names in os.walk(tmp_path / "table" / FILES_FOLDER) if "_delta_log" in root for name in names]
 
 
 def _keys_in(location: DeltaLocation, path: str) -> set[str]:
@@ -193,3 +194,31 @@ def test_a_partitioned_table_keeps_each_rows_partition_and_moves_a_changed_one(t
         ("a", "us", "moved"), ("c", awkward, "1"),
     ]
     assert sorted(table.partitions(), key=json.dumps) == sorted([{"region": awkward}, {"region": "us"}], key=json.dumps)
+
+
+def test_a_units_files_are_written_uncommitted_and_committed_once_by_the_driver(tmp_path):
+    """A segment's task writes its files (`write_once`), the driver commits them (`commit_once`): nothing is in the
+    table until then, and the app id is committed once."""
+    location = DeltaLocation(str(tmp_path / "table"))
+    create_table(location, LAYOUT)
+    batch = record_batch([item("a", "1"), item("b", "1")], LAYOUT, LAYOUT.arrow_schema(), RowCounts())
+
+    adds = write_once(location, LAYOUT, "copy-segment-0-of-2", iter([batch]))
+
+    assert adds and all(add["path"].startswith(f"{FILES_FOLDER}/") for add in adds)
+    assert location.open().version() == 0 and items_in(location) == []
+    assert commit_once(location, "copy-segment-0-of-2", adds)
+    assert items_in(location) == [item("a", "1"), item("b", "1")]
+    assert not commit_once(location, "copy-segment-0-of-2", adds)  # its answer lost, the commit made again: refused
+    assert write_once(location, LAYOUT, "copy-segment-0-of-2", iter([batch])) is None  # a rerun: not read again
+    assert items_in(location) == [item("a", "1"), item("b", "1")]
+
+
+def test_a_unit_with_no_row_commits_its_app_id_and_no_file(tmp_path):
+    location = DeltaLocation(str(tmp_path / "table"))
+    create_table(location, LAYOUT)
+
+    assert commit_once(location, "copy-segment-1-of-2", write_once(location, LAYOUT, "copy-segment-1-of-2", iter([])))
+
+    table = location.open()
+    assert table.transaction_version("copy-segment-1-of-2") == 0 and not data_files(table)
