@@ -27,11 +27,11 @@ from migrator import aws
 from migrator.config import DeltaTarget, MigratorConfig
 from migrator.errors import ConfigError, DeltaTargetError, RecordedTargetMissing, RecordedTargetReplaced, SegmentFailed
 from migrator.replicate.checkpoint import app_name
+from migrator.snapshot.delta_units import committed_by_the_driver
 from migrator.snapshot.export_write import plan_scan
 from migrator.snapshot.outcomes import DeltaSegmentOutcome
 from migrator.snapshot.preflight import Preflight, describe_live_source
 from migrator.snapshot.progress import ProgressReporter, SnapshotSummary, scan_scale
-from migrator.snapshot.delta_units import committed_by_the_driver
 from migrator.snapshot.runner import UnitJobs, delta_executors, run_units
 from migrator.snapshot.savepoints import ResumePoint, SavepointStore, Side, SnapshotProgress, TargetTable, UnitLedger
 from migrator.snapshot.segment_delta import DeltaSegmentTask, write_delta_segment

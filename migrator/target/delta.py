@@ -37,7 +37,7 @@ from migrator.connection import ClientSpec
 from migrator.errors import DeltaTargetError, DeltaWriteFailed
 from migrator.items import Item
 from migrator.target.delta_file_merge import (
-    Changes, Executors, commit, commit_append, data_files, new_folder, new_work, plan_tasks, write_files,
+    Changes, Executors, commit, commit_append, data_files, new_folder, new_work, plan_tasks, run_tasks, write_files,
 )
 from migrator.target.delta_number_keys import cast_keys, creation_properties, fit_number_keys, typed_schema
 from migrator.target.delta_rows import ITEM_COLUMN, DeltaLayout, key_value
@@ -278,10 +278,7 @@ def _merge(
     fit_number_keys(location, table, layout, changes.key_column, executors)
     work = new_work(location, table, [name for name, _ in layout.keys], typed_schema(layout, table))
     tasks = plan_tasks(data_files(table), executors.cores, changes)
-    results = executors.run(work, changes, tasks) if tasks else []
-    failed = [result.error for result in results if result.error is not None]
-    if failed:
-        raise failed[0]
+    results = run_tasks(executors, work, changes, tasks)
     commit(table, work, transaction, changes.count(), results)
 
 

@@ -157,6 +157,15 @@ class Executors(Protocol):
         """Each task's `run_task`, in the order given (changes: None for retype tasks)."""
 
 
+def run_tasks(executors: Executors, work: MergeWork, changes: Changes | None, tasks: list[Task]) -> list[TaskFiles]:
+    """Each task's files, in order (no task, no job); the first task's error raised."""
+    results = executors.run(work, changes, tasks) if tasks else []
+    failed = [result.error for result in results if result.error is not None]
+    if failed:
+        raise failed[0]
+    return results
+
+
 def data_files(table: DeltaTable) -> list[DataFile]:
     """The table's data files at the version it is loaded at."""
     actions = pa.table(table.get_add_actions(flatten=True)).select(["path", "size_bytes"]).to_pylist()

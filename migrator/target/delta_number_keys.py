@@ -32,7 +32,7 @@ from deltalake.exceptions import DeltaError
 
 from migrator.errors import DeltaTargetError, DeltaWriteFailed
 from migrator.target.delta_file_merge import (
-    Executors, RetypeTask, commit_rewrite, data_files, file_groups, new_work,
+    Executors, RetypeTask, commit_rewrite, data_files, file_groups, new_work, run_tasks,
 )
 from migrator.target.delta_rows import DeltaLayout
 
@@ -163,10 +163,7 @@ def _rewrite(
     schema = _typed_schema(typed_schema(layout, table), types)
     work = new_work(location, table, [name for name, _ in layout.keys], schema)
     tasks = [RetypeTask(group, from_item) for group in file_groups(data_files(table), executors.cores)]
-    results = executors.run(work, None, tasks) if tasks else []
-    failed = [result.error for result in results if result.error is not None]
-    if failed:
-        raise failed[0]
+    results = run_tasks(executors, work, None, tasks)
     commit_rewrite(table, work, Transaction(TYPING_APP_ID, version), results)
     table.update_incremental()
 
