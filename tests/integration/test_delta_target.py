@@ -214,6 +214,8 @@ def test_a_folder_of_other_files_is_refused(endpoint_url, all_types_table, tmp_p
 
 @pytest.mark.parametrize("target, texts", [
     ({"columns": [{"name": "n", "type": "money"}]}, ["target.columns[0].type", "'money' is not a column type"]),
+    ({"columns": [{"name": "b", "type": "binary"}], "partitionBy": ["b"]},
+     ["target.partitionBy", "names 'b', which holds binary values", "partition by a string, number or boolean"]),
 ])  # fmt: skip
 def test_a_config_this_version_cannot_write_is_refused_at_load(endpoint_url, all_types_table, tmp_path, target, texts):
     path = tmp_path / "lake"
@@ -236,6 +238,21 @@ def test_a_source_key_named_like_the_item_column_is_refused(dynamodb, endpoint_u
 
     assert result.returncode == 2, result.stdout + result.stderr
     assert_one_clear_line(result, ["renames: the source's key attribute '_item'", "nothing was written"])
+    assert not path.exists()
+
+
+def test_partitioning_by_a_binary_key_is_refused_through_spark_submit(dynamodb, endpoint_url, table_name, tmp_path):
+    source = table_name("binary-key")
+    dynamodb.create_table(TableName=source, KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+                          AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "B"}],
+                          BillingMode="PAY_PER_REQUEST")  # fmt: skip
+    dynamodb.put_item(TableName=source, Item={"id": {"B": b"\x00a"}})
+    path = tmp_path / "lake"
+
+    result = run_job(delta_config(tmp_path, endpoint_url, source, str(path), partitionBy=["id"]), spark_submit=True)
+
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert_one_clear_line(result, ["target.partitionBy", "names 'id', which holds binary values", "nothing was written"])
     assert not path.exists()
 
 
