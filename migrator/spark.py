@@ -6,6 +6,7 @@ import logging
 import os
 import signal
 import threading
+import time
 from typing import Any
 
 from pyspark import SparkContext
@@ -128,6 +129,21 @@ class Silencer:
             for name, level in python_levels.items():
                 logging.getLogger(name).setLevel(level)
             self._saved = None
+
+
+def wait_for_running_tasks(spark: SparkSession, timeout_seconds: float) -> bool:
+    """Wait until no task runs on any executor (the driver's, in local mode); False on timeout.
+
+    A task counts as running until its completion listeners have run and it has reported its end,
+    so what a killed task logs is logged before this returns.
+    """
+    tracker = spark.sparkContext._jsc.sc().statusTracker()
+    deadline = time.monotonic() + timeout_seconds
+    while any(executor.numRunningTasks() for executor in tracker.getExecutorInfos()):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
+    return True
 
 
 def _launches_a_local_jvm(master: str | None) -> bool:

@@ -45,7 +45,7 @@ from migrator.replicate.delta_apply import DeltaApplier, delta_applier
 from migrator.replicate.datasource import SOURCE_NAME, changes_source, feed_of
 from migrator.source.dynamodb_streams import StreamInfo
 from migrator.source.kinesis import KinesisStream, epoch_of
-from migrator.spark import Silencer, leave_ctrl_c_to_the_driver
+from migrator.spark import Silencer, leave_ctrl_c_to_the_driver, wait_for_running_tasks
 from migrator.stream import key_state
 from migrator.stream.offsets import StreamOffset
 
@@ -210,6 +210,11 @@ def replicate(
             log.info("stopping: the checkpoint keeps the last applied batch")
             quiet.silence()
             query.stop()
+        if stopped_running:
+            # The interrupted batch's tasks end after the query does (Spark kills their Python
+            # workers a moment later); they are waited for while their reports are silenced.
+            quiet.silence()
+            wait_for_running_tasks(spark, _KILLED_TASKS_SECONDS)
     if failures[:failed_before_stop]:
         raise failures[failed_before_stop - 1]
     if stopped_running:
@@ -266,8 +271,13 @@ def caught_up(status: dict) -> bool:
 # A batch the stop interrupts (stopping the query, or a signal to the job's group) fails, so that
 # Spark does not commit it. py4j (in this process) and Spark's streaming engine (its package in 4.0
 # and 4.1+) log that failure with their traces, as an error; it is not one: the next run applies
-# the batch again, which the stop says in one line.
-_INTERRUPTED_BATCH_REPORTERS = (("org.apache.spark.sql.execution.streaming",), ("py4j.clientserver",))
+# the batch again, which the stop says in one line. The batch's killed tasks may also find its
+# broadcast already removed when they complete, which TaskContextImpl logs as an error with a trace.
+_INTERRUPTED_BATCH_REPORTERS = (
+    ("org.apache.spark.sql.execution.streaming", "org.apache.spark.TaskContextImpl"),
+    ("py4j.clientserver",),
+)
+_KILLED_TASKS_SECONDS = 30.0  # a bound: a task that never ends does not hold the stop up
 
 
 def _beat(alive: Checkpoint, ctrl_c: "_StopOnCtrlC") -> bool:

@@ -11,6 +11,8 @@ import json
 import logging
 import os
 import signal
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -119,3 +121,38 @@ def test_loggers_silenced_while_a_replication_stops_get_their_levels_back(spark)
         assert log4j.LogManager.getLogger(f"{streaming}.MicroBatchExecution").getLevel().toString() == "INFO"
     finally:
         spark.sparkContext.setLogLevel("WARN")
+
+
+
+def test_waiting_for_running_tasks_outlasts_a_cancelled_jobs_killed_task(spark):
+    """A cancelled job ends before its task does (Spark kills the task's Python worker a moment
+    later), so what the killed task logs could come after a stop's reports got their levels back;
+    the stop waits until no task runs."""
+    from migrator.spark import wait_for_running_tasks
+
+    context = spark.sparkContext
+    tracker = context._jsc.sc().statusTracker()
+    runner = threading.Thread(target=_run_an_endless_task, args=(context,))
+    runner.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not any(executor.numRunningTasks() for executor in tracker.getExecutorInfos()):
+            assert time.monotonic() < deadline, "the endless task never started"
+            time.sleep(0.05)
+    finally:
+        context.cancelJobGroup("endless")
+        runner.join(timeout=60)
+    assert wait_for_running_tasks(spark, 60)
+    assert not any(executor.numRunningTasks() for executor in tracker.getExecutorInfos())
+
+
+def _run_an_endless_task(context) -> None:
+    def endless(_):
+        while True:
+            time.sleep(0.05)
+
+    context.setJobGroup("endless", "a task only a cancel ends", interruptOnCancel=True)
+    try:
+        context.parallelize([1], 1).foreach(endless)
+    except Exception:  # the cancel, as the test means it
+        pass
