@@ -131,15 +131,18 @@ class Silencer:
             self._saved = None
 
 
-def wait_for_running_tasks(spark: SparkSession, timeout_seconds: float) -> bool:
-    """Wait until no task runs on any executor (the driver's, in local mode); False on timeout.
+def running_tasks(spark: SparkSession) -> int:
+    """Tasks running on every executor (the driver's, in local mode). A task counts until its
+    completion listeners have run and it has reported its end."""
+    executors = spark.sparkContext._jsc.sc().statusTracker().getExecutorInfos()
+    return sum(executor.numRunningTasks() for executor in executors)
 
-    A task counts as running until its completion listeners have run and it has reported its end,
-    so what a killed task logs is logged before this returns.
-    """
-    tracker = spark.sparkContext._jsc.sc().statusTracker()
+
+def wait_for_running_tasks(spark: SparkSession, timeout_seconds: float) -> bool:
+    """Wait until no task runs, so that what a killed task logs is logged before this returns;
+    False on timeout."""
     deadline = time.monotonic() + timeout_seconds
-    while any(executor.numRunningTasks() for executor in tracker.getExecutorInfos()):
+    while running_tasks(spark):
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.1)

@@ -214,7 +214,8 @@ def replicate(
             # The interrupted batch's tasks end after the query does (Spark kills their Python
             # workers a moment later); they are waited for while their reports are silenced.
             quiet.silence()
-            wait_for_running_tasks(spark, _KILLED_TASKS_SECONDS)
+            if not wait_for_running_tasks(spark, _KILLED_TASKS_SECONDS):
+                log.debug("stopping: a task of the interrupted batch still runs after %.0f s", _KILLED_TASKS_SECONDS)
     if failures[:failed_before_stop]:
         raise failures[failed_before_stop - 1]
     if stopped_running:

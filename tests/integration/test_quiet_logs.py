@@ -123,27 +123,25 @@ def test_loggers_silenced_while_a_replication_stops_get_their_levels_back(spark)
         spark.sparkContext.setLogLevel("WARN")
 
 
-
 def test_waiting_for_running_tasks_outlasts_a_cancelled_jobs_killed_task(spark):
     """A cancelled job ends before its task does (Spark kills the task's Python worker a moment
     later), so what the killed task logs could come after a stop's reports got their levels back;
     the stop waits until no task runs."""
-    from migrator.spark import wait_for_running_tasks
+    from migrator.spark import running_tasks, wait_for_running_tasks
 
     context = spark.sparkContext
-    tracker = context._jsc.sc().statusTracker()
     runner = threading.Thread(target=_run_an_endless_task, args=(context,))
     runner.start()
     try:
         deadline = time.monotonic() + 60
-        while not any(executor.numRunningTasks() for executor in tracker.getExecutorInfos()):
+        while not running_tasks(spark):
             assert time.monotonic() < deadline, "the endless task never started"
             time.sleep(0.05)
     finally:
         context.cancelJobGroup("endless")
         runner.join(timeout=60)
     assert wait_for_running_tasks(spark, 60)
-    assert not any(executor.numRunningTasks() for executor in tracker.getExecutorInfos())
+    assert running_tasks(spark) == 0
 
 
 def _run_an_endless_task(context) -> None:
