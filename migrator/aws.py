@@ -10,9 +10,10 @@ retries a call needed is read from its response, so summaries can count them.
 
 from __future__ import annotations
 
+import functools
 import threading
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 from urllib.parse import urlsplit
 
 import boto3
@@ -24,6 +25,8 @@ from botocore.session import get_session
 
 from migrator import alternator_routing, errors
 from migrator.connection import AlternatorNodes, ClientSpec
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 _clients: dict[tuple[ClientSpec, str], Any] = {}
 _request_hooks: dict[ClientSpec, BaseEventHooks] = {}
@@ -65,6 +68,8 @@ def client(spec: ClientSpec, service: str = "dynamodb") -> Any:
         cached = _clients.get(key)
         if cached is None:
             cached = _clients[key] = _build_client(spec, service)
+        elif spec.alternator_nodes and service == "dynamodb":
+            _node_manager(spec, spec.alternator_nodes)  # resumes a discovery paused since the last task or run
         return cached
 
 
@@ -78,6 +83,8 @@ def request_hooks(spec: ClientSpec) -> BaseEventHooks:
             nodes = spec.alternator_nodes
             if nodes:
                 alternator_routing.route_requests(hooks, _node_manager(spec, nodes), nodes)
+        elif spec.alternator_nodes:
+            _node_manager(spec, spec.alternator_nodes)  # resumes a discovery paused since the last task or run
         return hooks
 
 
@@ -96,13 +103,41 @@ def _build_client(spec: ClientSpec, service: str) -> Any:
 
 
 def _node_manager(spec: ClientSpec, nodes: AlternatorNodes) -> Any:
-    """One node discovery per process and spec, shared by its boto3 client and its raw requests
-    (called with `_clients_lock` held)."""
+    """One node discovery per process and spec, shared by its boto3 client and its raw requests,
+    refreshing its node list in the background (called with `_clients_lock` held)."""
     manager = _node_managers.get(spec)
     if manager is None:
         timeout = spec.connect_timeout_seconds
         manager = _node_managers[spec] = alternator_routing.start_discovery(nodes, timeout, spec.label)
+    else:
+        manager.start()  # when paused: asks for the live nodes at once, then on its schedule again
     return manager
+
+
+def pause_node_discovery() -> None:
+    """Stop refreshing every Alternator node list until a client of its spec is asked for again.
+
+    Called at the end of each executor task and of each run: a Python worker outlives its tasks and
+    a notebook's process its runs, and a refresh left running would poll the cluster (or whatever
+    later listens at its address) for as long as the process lives.
+    """
+    with _clients_lock:  # held: a client asked for meanwhile must find its discovery running afterwards
+        for manager in _node_managers.values():
+            manager.stop()
+
+
+def pauses_node_discovery(run: F) -> F:
+    """`run`, then every Alternator node discovery paused, however it ends: for the entry point
+    of a run, whose process may go on (a notebook, a test session)."""
+
+    @functools.wraps(run)
+    def run_then_pause(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return run(*args, **kwargs)
+        finally:
+            pause_node_discovery()
+
+    return run_then_pause  # type: ignore[return-value]
 
 
 def _botocore_config(spec: ClientSpec) -> Config:

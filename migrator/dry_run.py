@@ -50,6 +50,7 @@ class DryRunReport:
         )
 
 
+@aws.pauses_node_discovery
 def dry_run(loaded: LoadedConfig) -> DryRunReport:
     """Run the migration's checks and describe what it would do; raises as the real run would on bad input."""
     loaded = with_the_drivers_region(loaded)

@@ -52,6 +52,7 @@ class MigrationResult:
         return "\n".join(part.render() for part in (self.snapshot, self.replication) if part is not None)
 
 
+@aws.pauses_node_discovery
 def migrate(
     loaded: LoadedConfig,
     spark_factory: SparkFactory,

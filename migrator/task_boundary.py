@@ -12,6 +12,9 @@ task wraps its work in `errors_returned`:
 A `MigratorError` (throttling given up, a damaged file, a rejected write) keeps its
 `retryable` flag; any other exception is a bug, logged whole with its traceback and never
 retried.
+
+The edge of a task is also where the Alternator node discovery its clients started is paused
+(`aws.pause_node_discovery`): the Python worker lives on, idle or running another job's tasks.
 """
 
 from __future__ import annotations
@@ -19,11 +22,14 @@ from __future__ import annotations
 import logging
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator, TypeVar
 
+from migrator import aws
 from migrator.errors import MigratorError
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 # (message, retryable) → the error the task reports; by default, the message as a MigratorError
 ErrorFor = Callable[[str, bool], MigratorError]
@@ -63,3 +69,14 @@ def errors_returned(
     except Exception as exc:  # a bug, not an AWS or data failure: report it whole, do not retry
         log.exception("%s failed unexpectedly", what)
         caught.error = (error_for or _plain)(f"{type(exc).__name__}: {exc}", False)
+    finally:
+        aws.pause_node_discovery()
+
+
+def node_discovery_paused_after(results: Iterable[T]) -> Iterator[T]:
+    """`results`, then the Alternator node discovery paused: the edge of a task that streams its
+    results (a `mapPartitions` generator) and reports no outcome of its own."""
+    try:
+        yield from results
+    finally:
+        aws.pause_node_discovery()

@@ -39,6 +39,7 @@ from migrator.snapshot.runner import failed_job_cause, run_action
 from migrator.source.scan import ScanCounters, scan_segment
 from migrator.target.pipeline import PipelinedWriter
 from migrator.target.tables import TableInfo
+from migrator.task_boundary import node_discovery_paused_after
 from migrator.wire import wire_client
 
 log = logging.getLogger(__name__)
@@ -181,11 +182,13 @@ def _anti_join_and_delete(
     segments = list(range(plan.total_segments))
     partitions = max(1, plan.concurrency)  # at most the snapshot's concurrency reads each table at once
     source_keys = sc.parallelize(segments, partitions).mapPartitions(
-        lambda part: ((key, None) for key, _ in scan_keys(source, part))
+        lambda part: node_discovery_paused_after((key, None) for key, _ in scan_keys(source, part))
     )
-    target_keys = sc.parallelize(segments, partitions).mapPartitions(lambda part: scan_keys(target, part))
+    target_keys = sc.parallelize(segments, partitions).mapPartitions(
+        lambda part: node_discovery_paused_after(scan_keys(target, part))
+    )
     stale = target_keys.subtractByKey(source_keys, partitions).values()
-    deletes = stale.mapPartitions(lambda keys: delete_keys(deletion, keys))
+    deletes = stale.mapPartitions(lambda keys: node_discovery_paused_after(delete_keys(deletion, keys)))
     try:  # Ctrl+C and SIGTERM cancel the Spark job; the clean-up stays owed
         deleted = sum(run_action(spark, deletes.collect, "prune"))
     except (Py4JError, CapturedException) as exc:  # Spark itself failed, or a delete did on an executor

@@ -28,6 +28,7 @@ from typing import Callable
 
 from pyspark.sql import SparkSession
 
+from migrator import aws
 from migrator.config import LoadedConfig, MigratorConfig
 from migrator.config.document import Validation
 from migrator.driver_region import with_the_drivers_region
@@ -92,6 +93,7 @@ class Finished:
     resumed_repairing: bool
 
 
+@aws.pauses_node_discovery
 def validate(
     loaded: LoadedConfig, spark_factory: Callable[[], SparkSession], report_path: str | None = None
 ) -> ValidationSummary:

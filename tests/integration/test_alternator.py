@@ -5,13 +5,16 @@ that goes away is dropped, and Alternator's differences from DynamoDB are handle
 from __future__ import annotations
 
 import json
+import threading
 import time
 
 import pytest
 
+from migrator import aws
 from migrator.config import load_config
 from migrator.errors import ConfigError
 from migrator.run import migrate
+from migrator.task_boundary import errors_returned
 from testsupport.all_types import assert_same_items
 from testsupport.alternator_cluster import AlternatorCluster
 from testsupport.endpoint import list_tables, put_items, reaching, scan_all, side
@@ -31,6 +34,11 @@ def alternator(cluster: AlternatorCluster, table: str, **extra) -> dict:
     """A `type: alternator` block reaching the cluster's seed; node lists refreshed every 200 ms."""
     return {"type": "alternator", "table": table, **reaching(cluster.endpoint_url),
             "activeRefreshIntervalMs": 200, **extra}  # fmt: skip
+
+
+def refreshing_node_lists() -> int:
+    """How many Alternator node lists this process is refreshing in the background now."""
+    return sum(1 for thread in threading.enumerate() if thread.name == "alternator-node-refresh" and thread.is_alive())
 
 
 def sample_tables(dynamodb, table_name, name: str, items: list[dict]) -> tuple[str, str]:
@@ -58,6 +66,7 @@ def test_copy_to_alternator_spreads_over_live_nodes_and_drops_a_stopped_one(
         writes = [node["BatchWriteItem"] for node in cluster.requests]
         discoveries = list(cluster.discoveries)
         gzip_bodies = cluster.gzip_bodies
+        refreshing_after_the_run = refreshing_node_lists()
 
     # Writes in flight when node 2 stopped were served too; after that it got none, the others went on.
     assert stopped.is_set() and 5 <= writes[2] < min(writes[0], writes[1]) / 2, writes
@@ -69,6 +78,8 @@ def test_copy_to_alternator_spreads_over_live_nodes_and_drops_a_stopped_one(
     assert summary.retries < (writes[0] + writes[1]) / 6, (summary.retries, writes)
     assert summary.written == summary.scanned == ITEMS
     assert_same_items(make_items(ITEMS), scan_all(dynamodb, target))
+    # The process outlives the run (a notebook): nothing goes on asking the cluster for its nodes.
+    assert refreshing_after_the_run == 0
 
 
 def test_alternator_source_scans_the_rack_it_is_given(dynamodb, endpoint_url, spark, table_name, tmp_path):
@@ -182,7 +193,35 @@ def test_replication_to_alternator_applies_changes_over_its_nodes(dynamodb, endp
 
         summary = migrate(load_config(str(config)), lambda: spark, should_stop)
         applied = [now - before for now, before in zip(writes(), after_snapshot[0])]
+        refreshing_after_the_run = refreshing_node_lists()
 
     assert summary.replication.records > 0
     assert sum(1 for count in applied[:3] if count > 0) >= 1 and applied[3] == 0, applied
     assert sum(1 for count in writes()[:3] if count > 0) >= 2, writes()
+    assert refreshing_after_the_run == 0  # stopped with the replication, in a process that goes on
+
+
+def test_a_tasks_end_pauses_node_discovery_and_a_later_tasks_client_resumes_it(endpoint_url, tmp_path):
+    """An executor's Python worker outlives its tasks: refreshing the node list stops when a task
+    ends, so nothing polls the cluster (or a later listener at its address); the next task's client
+    starts it again, asking the seed at once."""
+    with AlternatorCluster(endpoint_url, PLACES) as cluster:
+        config = write_config(tmp_path, {"source": side(endpoint_url, "src"), "target": alternator(cluster, "dst")})
+        spec = load_config(str(config)).config.target.client_spec("target")
+        with errors_returned("a task") as caught:
+            aws.client(spec).list_tables()
+            during_the_task = refreshing_node_lists()
+        after_the_task = refreshing_node_lists()
+        asked = cluster.discoveries[0]
+
+        aws.client(spec).list_tables()  # a later task's requests
+        in_the_next_task = refreshing_node_lists()
+        deadline = time.monotonic() + 10
+        while cluster.discoveries[0] == asked and time.monotonic() < deadline:
+            time.sleep(0.01)
+        asked_again = cluster.discoveries[0] > asked
+        aws.pause_node_discovery()
+
+    assert caught.error is None
+    assert (during_the_task, after_the_task, in_the_next_task) == (1, 0, 1)
+    assert asked_again
