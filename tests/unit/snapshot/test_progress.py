@@ -19,12 +19,15 @@ from migrator.snapshot.progress_channel import RunningCounts, RunningUnits, prog
 from prometheus_client import CollectorRegistry
 
 
-def summary_after(seconds: float, **counts) -> SnapshotSummary:
-    summary = SnapshotSummary("src", "dst", **counts)
-    # A fixed start, not the monotonic clock's: `finished - started` must come out exactly
-    # `seconds`, which a clock reading such as 485.5189 does not guarantee in floating point.
+def timed(summary, seconds: float):
+    """The summary of a run that lasted `seconds`. A fixed start, not the monotonic clock's: `finished - started`
+    must come out exactly `seconds`, which a clock reading such as 200.673311118 does not give in floating point."""
     summary.started, summary.finished = 1000.0, 1000.0 + seconds
     return summary
+
+
+def summary_after(seconds: float, **counts) -> SnapshotSummary:
+    return timed(SnapshotSummary("src", "dst", **counts), seconds)
 
 
 def test_a_resumed_copy_is_timed_from_the_items_left_not_from_the_whole_table():
@@ -99,9 +102,7 @@ def test_a_driver_that_cannot_listen_counts_segments_as_they_finish(caplog):
 
 
 def import_after(seconds: float, **counts) -> ImportSummary:
-    summary = ImportSummary("s3://b/m", "dst", "FULL_EXPORT", "DYNAMODB_JSON", **counts)
-    summary.finished = summary.started + seconds
-    return summary
+    return timed(ImportSummary("s3://b/m", "dst", "FULL_EXPORT", "DYNAMODB_JSON", **counts), seconds)
 
 
 def test_a_resumed_import_is_timed_from_the_items_of_the_files_left():
