@@ -20,7 +20,9 @@ from pathlib import Path
 
 import pyspark
 import pytest
+from deltalake import DeltaTable
 
+from migrator.items import from_dynamodb_json
 from testsupport.all_types import assert_same_items
 from testsupport.endpoint import put_items, scan_all, side
 from testsupport.jobs import REPO, job_env, write_config
@@ -112,14 +114,8 @@ def executor_pids(job_pid: int) -> list[int]:
     return pids
 
 
-def test_losing_an_executor_mid_copy_still_ends_exact(dynamodb, endpoint_url, table_name, tmp_path):
-    source, target = table_name("lose"), table_name("lose-copy")
-    create_sample_table(dynamodb, source)
-    put_items(dynamodb, source, make_items(3_000))
-    config = write_config(
-        tmp_path,
-        {"source": side(endpoint_url, source, scanSegments=12), "target": side(endpoint_url, target)},
-    )
+def copy_losing_an_executor(config: Path, savepoint_dir: Path) -> str:
+    """Runs the copy on two executors and kills one with SIGKILL once a segment is saved; the job's output."""
     command = [
         str(Path(sys.executable).parent / "spark-submit"),
         "--master", "local-cluster[2,1,1024]",
@@ -129,7 +125,6 @@ def test_losing_an_executor_mid_copy_still_ends_exact(dynamodb, endpoint_url, ta
     job = subprocess.Popen(
         command, cwd=REPO, env=job_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
-    savepoint_dir = tmp_path / "savepoints"
     deadline = time.monotonic() + 180
     while not any(_copied(savepoint_dir)) and time.monotonic() < deadline:
         assert job.poll() is None, job.stdout.read()
@@ -139,12 +134,50 @@ def test_losing_an_executor_mid_copy_still_ends_exact(dynamodb, endpoint_url, ta
     os.kill(victims[0], signal.SIGKILL)
 
     output, _ = job.communicate(timeout=600)
-
+    shutil.rmtree(Path(pyspark.__file__).parent / "work", ignore_errors=True)
     assert job.returncode == 0, output
     assert "Lost executor" in output, "Spark saw the executor go mid-job"
+    return output
+
+
+def test_losing_an_executor_mid_copy_still_ends_exact(dynamodb, endpoint_url, table_name, tmp_path):
+    source, target = table_name("lose"), table_name("lose-copy")
+    create_sample_table(dynamodb, source)
+    put_items(dynamodb, source, make_items(3_000))
+    config = write_config(
+        tmp_path,
+        {"source": side(endpoint_url, source, scanSegments=12), "target": side(endpoint_url, target)},
+    )
+
+    output = copy_losing_an_executor(config, tmp_path / "savepoints")
+
     assert "segments:        12 of 12" in output and "items written:   3,000" in output
     assert_same_items(make_items(3_000), scan_all(dynamodb, target))
-    shutil.rmtree(Path(pyspark.__file__).parent / "work", ignore_errors=True)
+
+
+def test_losing_an_executor_mid_copy_into_delta_commits_each_segment_once(dynamodb, endpoint_url, table_name, tmp_path):
+    """Segments the lost executor was running run again on the other: files it wrote but never returned to
+    the driver are in no commit, and no segment is committed twice (docs/delta.md, exactly once)."""
+    source, lake = table_name("lose-delta"), tmp_path / "lake"
+    create_sample_table(dynamodb, source)
+    put_items(dynamodb, source, make_items(3_000))
+    config = write_config(
+        tmp_path,
+        {"source": side(endpoint_url, source, scanSegments=12), "target": {"type": "delta", "path": str(lake)}},
+    )
+
+    output = copy_losing_an_executor(config, tmp_path / "savepoints")
+
+    assert "segments:        12 of 12" in output and "items written:   3,000" in output
+    items = [from_dynamodb_json(json.loads(text)) for text in DeltaTable(str(lake)).to_pyarrow_table()["_item"].to_pylist()]
+    assert len(items) == 3_000, "a row was written twice or lost"
+    assert_same_items(make_items(3_000), items)
+    segment_ids = [
+        txn["appId"] for log in sorted((lake / "_delta_log").glob("*.json"))
+        for line in log.read_text().splitlines() for kind, txn in json.loads(line).items()
+        if kind == "txn" and "-segment-" in txn["appId"]
+    ]  # fmt: skip
+    assert len(segment_ids) == len(set(segment_ids)) == 12
 
 
 def _copied(savepoint_dir: Path) -> list[int]:
