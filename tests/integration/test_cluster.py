@@ -169,7 +169,8 @@ def test_losing_an_executor_mid_copy_into_delta_commits_each_segment_once(dynamo
     output = copy_losing_an_executor(config, tmp_path / "savepoints")
 
     assert "segments:        12 of 12" in output and "items written:   3,000" in output
-    items = [from_dynamodb_json(json.loads(text)) for text in DeltaTable(str(lake)).to_pyarrow_table()["_item"].to_pylist()]
+    rows = DeltaTable(str(lake)).to_pyarrow_table()["_item"].to_pylist()
+    items = [from_dynamodb_json(json.loads(text)) for text in rows]
     assert len(items) == 3_000, "a row was written twice or lost"
     assert_same_items(make_items(3_000), items)
     segment_ids = [
