@@ -31,7 +31,6 @@ lock must enclose each change and its record so that records follow the order of
 
 from __future__ import annotations
 
-import base64
 import copy
 import functools
 import hashlib
@@ -218,7 +217,7 @@ def forward(table: Table, old: Item | None, new: Item | None) -> None:
         precision = destination["ApproximateCreationDateTimePrecision"]
         data = record(table, keys, old_image, new_image, now_ns, precision)
         try:
-            _stream(table, destination["StreamArn"]).put_record(partition_key, None, base64.b64encode(data).decode())
+            _stream(table, destination["StreamArn"]).put_record(partition_key, None, data)
         except MockValidationException:  # the stream was deleted: the destination cannot deliver
             destination.update(DestinationStatus="DISABLED", DestinationStatusDescription="Stream does not exist")
 

@@ -20,8 +20,10 @@
    record processing is caught up, and there are no new records to process at this moment"
    (GetRecords, Kinesis Data Streams API Reference). Here it is at least 1 while records remain.
 
-Pinned to moto 5.x: it adds KinesisResponse.emulator_trim_shard and replaces Shard.put_record,
-Shard.get_max_sequence_number and Shard.get_records.
+Pinned to moto 5.2: moto routes a request by botocore's service model, which has no such action,
+so this wraps KinesisResponse.call_action to answer it first, reading the JSON body itself; it
+replaces Shard.put_record, Shard.get_max_sequence_number and Shard.get_records.
+tests/support/test_moto_internals.py checks the moto internals this relies on.
 """
 
 from __future__ import annotations
@@ -34,20 +36,31 @@ from moto.kinesis.models import Record, Shard
 from moto.kinesis.responses import KinesisResponse
 
 
+TRIM_TARGET = "Kinesis_20131202.EmulatorTrimShard"
+
+
 def install() -> None:
-    KinesisResponse.emulator_trim_shard = emulator_trim_shard
+    KinesisResponse.call_action = _answer_trim_first(KinesisResponse.call_action)
     Shard.put_record = put_record
     Shard.get_max_sequence_number = get_max_sequence_number
     Shard.get_records = _behind_while_records_remain(Shard.get_records)
 
 
-def emulator_trim_shard(self: KinesisResponse) -> str:
+def _answer_trim_first(call_action):
+    @functools.wraps(call_action)
+    def answer(self: KinesisResponse):
+        if self.headers.get("X-Amz-Target") != TRIM_TARGET:
+            return call_action(self)
+        return 200, {"Content-Type": "application/x-amz-json-1.1"}, emulator_trim_shard(self, json.loads(self.body))
+
+    return answer
+
+
+def emulator_trim_shard(self: KinesisResponse, request: dict) -> str:
     """Drop the shard's records numbered below BeforeSequenceNumber, as the retention would."""
-    stream = self.kinesis_backend.describe_stream(
-        stream_arn=self._get_param("StreamARN"), stream_name=self._get_param("StreamName")
-    )
-    shard = stream.get_shard(self._get_param("ShardId"))
-    before = int(self._get_param("BeforeSequenceNumber"))
+    stream = self.kinesis_backend.describe_stream(stream_arn=request.get("StreamARN"), stream_name=request.get("StreamName"))
+    shard = stream.get_shard(request["ShardId"])
+    before = int(request["BeforeSequenceNumber"])
     dropped = [number for number in shard.records if number < before]
     if dropped:
         shard.trimmed_through = max(getattr(shard, "trimmed_through", 0), dropped[-1])
@@ -62,7 +75,7 @@ def get_max_sequence_number(self: Shard) -> int:
     return max(newest, getattr(self, "trimmed_through", 0))
 
 
-def put_record(self: Shard, partition_key: str, data: str, explicit_hash_key: str) -> str:
+def put_record(self: Shard, partition_key: str, data: bytes, explicit_hash_key: str) -> str:
     sequence_number = self.get_max_sequence_number() + 1
     self.records[sequence_number] = Record(partition_key, data, sequence_number, explicit_hash_key)
     return str(sequence_number)
