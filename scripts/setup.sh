@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Prepare a checkout on a fresh machine: a JDK when `java` is missing, and a virtualenv with
-# the project and its test dependencies. Idempotent: a second run only checks.
+# the project and its test dependencies installed from the lock in requirements/ (exact versions
+# and hashes). Idempotent: a second run only checks.
 #
 #   VENV=.venv                  where the virtualenv lives (default: .venv in the checkout)
-#   PYSPARK_VERSION=4.0.2       pin pyspark, e.g. to run the suite on EMR's Spark 4.0.x
-#                               (uses .venv-pyspark-4.0.2 unless VENV is set)
+#   PYSPARK_VERSION=4.0.2       install requirements/lock-pyspark-4.0.2.txt, e.g. to run the suite on
+#                               EMR's Spark 4.0.x (uses .venv-pyspark-4.0.2 unless VENV is set)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,14 +42,27 @@ import sys
 sys.exit(0 if sys.version_info >= (3, 10) else 1)
 PY
 
-stamp="$VENV/.installed-$(cat pyproject.toml | sha256sum | cut -c1-16)-${PYSPARK_VERSION:-latest}"
+# The lock pins every package with its hashes (scripts/lock.sh writes it from pyproject.toml), so
+# this machine gets exactly what the suite was last run on, not whatever was released since.
+LOCK="requirements/$("$PYTHON" -c 'import sys; sys.path.insert(0, "."); from testsupport.locks import lock_name; print(lock_name(sys.argv[1] or None))' "${PYSPARK_VERSION:-}")"
+if [[ ! -f "$LOCK" ]]; then
+  echo "setup: no lock for pyspark ${PYSPARK_VERSION:-}: $LOCK is missing; pick one of $(ls requirements/lock*.txt | tr '\n' ' ')or add the version to PINNED_PYSPARK and run ./scripts/lock.sh" >&2
+  exit 1
+fi
+
+stamp="$VENV/.installed-$(cat "$LOCK" pyproject.toml | sha256sum | cut -c1-16)"
 if [[ ! -f "$stamp" ]]; then
   [[ -x "$VENV/bin/python" ]] || "$PYTHON" -m venv "$VENV"
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
-  pin=()
-  [[ -n "${PYSPARK_VERSION:-}" ]] && pin=("pyspark==${PYSPARK_VERSION}")
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[test]" "${pin[@]}"
+  pip_install=("$VENV/bin/python" -m pip install --quiet --disable-pip-version-check)
+  "${pip_install[@]}" --require-hashes --no-deps -r "$LOCK"
+  # The project itself, from this checkout; everything it needs came from the lock.
+  "${pip_install[@]}" --no-deps --no-build-isolation -e .
+  "$VENV/bin/python" -m pip check >&2
   rm -f "$VENV"/.installed-*
   touch "$stamp"
 fi
-echo "setup: ready ($VENV, $("$VENV/bin/python" -c 'import pyspark; print("pyspark", pyspark.__version__)'), $(java -version 2>&1 | head -n 1))" >&2
+echo "setup: ready ($VENV from $LOCK; $("$VENV/bin/python" - <<'PY'
+from importlib.metadata import version
+print(", ".join(f"{name} {version(name)}" for name in ("pyspark", "moto", "boto3", "deltalake", "pyarrow")))
+PY
+); $(java -version 2>&1 | head -n 1))" >&2
