@@ -30,7 +30,10 @@ from migrator.summary_json import phase_json, problem_writing, write_whole
 log = logging.getLogger("migrator")
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, spark_factory: Callable[[], Any] | None = None) -> int:
+    """`jobs/migrate.py`'s command line; its exit code. With `spark_factory`, the job runs in this
+    process on the session it returns (a test's or a notebook's), which the caller owns: no Spark
+    is started or stopped and no signal handler is installed."""
     args = _parse_args(argv)
     phases: dict[str, Any] = {}  # for --summary-json: what finished, even when a later phase fails
 
@@ -55,12 +58,12 @@ def main(argv: list[str] | None = None) -> int:
             "replication": phase_json(result.replication) if result.replication is not None else None,
         }
 
-    return _command(args, MIGRATION, migrate, finished)
+    return _command(args, MIGRATION, migrate, finished, spark_factory)
 
 
-def validate_main(argv: list[str] | None = None) -> int:
+def validate_main(argv: list[str] | None = None, spark_factory: Callable[[], Any] | None = None) -> int:
     """`jobs/validate.py --config FILE [--report FILE]`: exit 0 equal, 1 differences remain,
-    2 bad input, 3 the validation could not finish, 130/143 interrupted."""
+    2 bad input, 3 the validation could not finish, 130/143 interrupted. `spark_factory` as for `main`."""
     args = _parse_args(argv, validating=True)
     phases: dict[str, Any] = {}
 
@@ -74,7 +77,7 @@ def validate_main(argv: list[str] | None = None) -> int:
         summary = phases.get("validation")
         return {"validation": {**summary.report(), "seconds": round(summary.seconds, 3)} if summary else None}
 
-    return _command(args, VALIDATION, validate, finished)
+    return _command(args, VALIDATION, validate, finished, spark_factory)
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,7 @@ def _command(
     job: _Job,
     work: Callable[[LoadedConfig, Callable], tuple[str, int]],
     finished: Callable[[], dict[str, Any]],
+    given_spark: Callable[[], Any] | None = None,
 ) -> int:
     """Run the command; with --summary-json, write how it ended whatever the ending."""
     started = time.monotonic()
@@ -116,7 +120,7 @@ def _command(
             problem = problem_writing(args.summary_json)
             if problem is not None:
                 raise SummaryUnwritable(args.summary_json, problem)
-        code = _run(args, job, work, outcome)
+        code = _run(args, job, work, outcome, given_spark)
     except MigratorError as exc:  # only the summary path's check: nothing ran
         print(f"error: {exc}", file=sys.stderr, flush=True)
         return exc.exit_code
@@ -139,20 +143,26 @@ class _Outcome:
     error: str | None = None
 
 
-def _run(args: argparse.Namespace, job: _Job, work: Callable, outcome: _Outcome) -> int:
+def _run(args: argparse.Namespace, job: _Job, work: Callable, outcome: _Outcome, given_spark: Callable | None) -> int:
     """Load the config and run `work` with a Spark factory; one line and an exit code on failure."""
     _configure_logging(args.log_level, args.log_format)
-    handle_sigterm_as_ctrl_c()
+    owns_the_process = given_spark is None
+    if owns_the_process:
+        handle_sigterm_as_ctrl_c()
     spark_started = False  # until then, every check runs before anything is written
     try:
         loaded = parse_config(read_config_text(args.config), args.config)
         for warning in loaded.warnings:
             log.warning(warning)
-        forward_sigterm_to_the_driver()  # spark-submit's JVM runs already: SIGTERM during the checks too
+        if owns_the_process:
+            forward_sigterm_to_the_driver()  # spark-submit's JVM runs already: SIGTERM during the checks too
 
         def spark_factory():
             nonlocal spark_started
-            session = _start_spark(f"{job.spark_app} {loaded.config.source.table} → {loaded.config.target.name}")
+            if given_spark is not None:
+                session = given_spark()
+            else:
+                session = _start_spark(f"{job.spark_app} {loaded.config.source.table} → {loaded.config.target.name}")
             spark_started = True
             return session
 
@@ -244,7 +254,7 @@ def _configure_logging(level: str, log_format: str = "text") -> None:
                                            json_ensure_ascii=False))
     else:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=level, handlers=[handler])
+    logging.basicConfig(level=level, handlers=[handler], force=True)  # force: a second run in one process (tests)
     # botocore logs retries at DEBUG only; keep third-party chatter out of INFO (alternator-client
     # logs each refresh of the node list, every second while requests flow).
     for noisy in ("botocore", "boto3", "urllib3", "py4j", "alternator"):
