@@ -21,7 +21,7 @@ from moto.core.responses import ActionResult, BaseResponse
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.dynamo_type import Item
 from moto.dynamodb.models.table import StreamRecord, Table
-from moto.dynamodb.responses import DynamoHandler
+from moto.dynamodb.responses import DynamoHandler, DynamoResult
 from moto.kinesis.models import KinesisBackend, Record, Shard, Stream, kinesis_backends
 from moto.kinesis.responses import KinesisResponse
 from moto.kinesis.utils import decompose_shard_iterator
@@ -148,6 +148,42 @@ def test_moto_scan_binary_segments():
     relies_on("moto_scan_binary_segments", parameters(Item.is_within_segment) == ["self", "segments"], "asks Item.is_within_segment(segments) during a Scan")
 
 
+def test_moto_dynamodb_plain_json(monkeypatch):
+    """Scan, Query, GetItem, BatchGetItem, PutItem and BatchWriteItem answers of every type, both ways: the same JSON."""
+    from migrator.items import to_dynamodb_json
+    from testsupport.all_types import ATTRIBUTES, KEY_SCHEMA, all_types_items
+    from testsupport.moto_dynamodb_plain_json import _plain_json_first
+
+    table = f"internals-{id(object())}"
+    items = [to_dynamodb_json(item) for item in all_types_items()]
+    _dynamodb_call("CreateTable", {"TableName": table, "KeySchema": KEY_SCHEMA, "AttributeDefinitions": ATTRIBUTES,
+                                   "BillingMode": "PAY_PER_REQUEST"})  # fmt: skip
+    key = {name: items[0][name] for name in ("pk", "sk")}
+    requests = [
+        ("BatchWriteItem", {"RequestItems": {table: [{"PutRequest": {"Item": item}} for item in items[:20]]},
+                            "ReturnConsumedCapacity": "TOTAL"}),  # fmt: skip
+        ("PutItem", {"TableName": table, "Item": items[0], "ReturnValues": "ALL_OLD", "ReturnConsumedCapacity": "TOTAL"}),
+        ("Scan", {"TableName": table, "ReturnConsumedCapacity": "TOTAL", "Limit": 5}),
+        ("Scan", {"TableName": table, "Segment": 1, "TotalSegments": 3}),
+        ("Query", {"TableName": table, "KeyConditionExpression": "pk = :pk", "ExpressionAttributeValues": {":pk": key["pk"]}}),
+        ("GetItem", {"TableName": table, "Key": key}),
+        ("BatchGetItem", {"RequestItems": {table: {"Keys": [key]}}}),
+    ]
+    for item in items[20:]:
+        _dynamodb_call("PutItem", {"TableName": table, "Item": item})
+    by_moto = [_dynamodb_call(action, body, raw=True) for action, body in requests[2:]]
+    monkeypatch.setattr(DynamoResult, "execute_result", _plain_json_first(DynamoResult.execute_result))
+    plain = [_dynamodb_call(action, body, raw=True) for action, body in requests[2:]]
+    for (action, _), moto_answer, plain_answer in zip(requests[2:], by_moto, plain):
+        relies_on("moto_dynamodb_plain_json", json.loads(moto_answer[1]) == json.loads(plain_answer[1]),
+                  f"writes a {action} answer as the plain JSON of its DynamoResult")  # fmt: skip
+        relies_on("moto_dynamodb_plain_json", moto_answer[0] == plain_answer[0], f"answers {action} with {plain_answer[0]}")
+    written = [json.loads(_dynamodb_call(action, body, raw=True)[1]) for action, body in requests[:2]]
+    monkeypatch.undo()
+    rewritten = [json.loads(_dynamodb_call(action, body, raw=True)[1]) for action, body in requests[:2]]
+    relies_on("moto_dynamodb_plain_json", written == rewritten, "writes BatchWriteItem and PutItem answers as their plain JSON")
+
+
 def test_moto_table_lock():
     for operation in ("put_item", "update_item", "delete_item", "get_item", "scan", "query"):
         relies_on("moto_table_lock", callable(getattr(DynamoDBBackend, operation, None)), f"serves items through DynamoDBBackend.{operation}")
@@ -158,6 +194,22 @@ def _base64(text: str) -> bytes | None:
         return base64.b64decode(text, validate=True)
     except binascii.Error:
         return None
+
+
+def _dynamodb_call(action: str, body: dict, raw: bool = False):
+    """One DynamoDB action through moto's whole server application; its JSON, or (Content-Type, body) when `raw`."""
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+    from werkzeug.test import Client
+
+    response = Client(DomainDispatcherApplication(create_backend_app)).post("/", data=json.dumps(body), headers={
+        "X-Amz-Target": f"DynamoDB_20120810.{action}",
+        "Content-Type": "application/x-amz-json-1.0",
+        "Authorization": f"AWS4-HMAC-SHA256 Credential=test/20260101/{REGION}/dynamodb/aws4_request, SignedHeaders=host, Signature=0",
+    })  # fmt: skip
+    assert response.status_code == 200, response.get_data(as_text=True)
+    if raw:
+        return response.headers.get("Content-Type"), response.get_data(as_text=True)
+    return json.loads(response.get_data())
 
 
 def _kinesis_call(action: str, body: dict) -> dict:
