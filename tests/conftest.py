@@ -9,7 +9,6 @@ as is. Unit tests under tests/unit use none of these fixtures. The helpers tests
 from __future__ import annotations
 
 import os
-import sys
 import uuid
 
 import pytest
@@ -47,11 +46,10 @@ def kinesis(endpoint_url: str):
 
 @pytest.fixture(scope="session")
 def spark():
-    """One local Spark session for every in-process test (startup costs ~6 s)."""
-    from migrator.spark import create_session
+    """One local Spark session for every in-process test and job (startup costs ~6 s)."""
+    from testsupport.spark_session import shared_session
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    session = create_session("dynamodb-migrator tests", master="local[2]")
+    session = shared_session()
     yield session
     session.stop()
 
@@ -64,3 +62,11 @@ def table_name():
         return f"{prefix}-{uuid.uuid4().hex[:10]}"
 
     return make
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Tell the job helpers whether this test may start a process (marked e2e), before its fixtures run."""
+    import testsupport.jobs
+
+    testsupport.jobs.current_test_is_e2e = item.get_closest_marker("e2e") is not None

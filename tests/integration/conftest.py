@@ -1,18 +1,27 @@
-"""Fixtures shared by integration modules: a copy slow enough to interrupt, a recording proxy in
-front of the emulator, and HDFS on the local disk. The root conftest.py has the emulator and Spark."""
+"""Fixtures shared by integration modules: the every-type table tests only read, a copy slow enough
+to interrupt, a recording proxy in front of the emulator, and HDFS on the local disk. The root
+conftest.py has the emulator and Spark."""
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pytest
 
+from testsupport.all_types import create_all_types_table
 from testsupport.endpoint import put_items, side
 from testsupport.faultproxy import FaultProxy
 from testsupport.hdfs import HDFS_ON_LOCAL_DISK
 from testsupport.jobs import write_config
 from testsupport.resume import ITEMS, SEGMENTS
 from testsupport.sample_data import create_sample_table, make_items
+
+
+@pytest.fixture(scope="session")
+def all_types_table(dynamodb) -> str:
+    """A table (pk S, sk N) holding every item of `all_types_items`, created once per worker: tests only read it."""
+    return create_all_types_table(dynamodb, f"all-types-{uuid.uuid4().hex[:8]}")
 
 
 @pytest.fixture

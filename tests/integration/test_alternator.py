@@ -155,7 +155,7 @@ def test_validation_against_alternator_reads_over_its_nodes(dynamodb, endpoint_u
              "renames": [{"from": k, "to": v} for k, v in RENAMES.items()]},
         )  # fmt: skip
         report = tmp_path / "report.json"
-        result = run_job(config, spark_submit=True, job="validate.py", args=("--report", str(report)))
+        result = run_job(config, job="validate.py", args=("--report", str(report)))
         reads = [node["Scan"] + node["GetItem"] for node in cluster.requests]
         asked = cluster.capacity_asked
 

@@ -51,7 +51,7 @@ def test_bad_config_is_refused_before_anything_is_written(name, dynamodb, endpoi
             "BUSY_PORT": str(port),
             "SAVEPOINTS": str(tmp_path / "savepoints"),
         }
-        result = run_job(BAD_CONFIGS / f"{name}.yaml", env=env)
+        result = run_job(BAD_CONFIGS / f"{name}.yaml", env=env, env_reaches_only_the_driver=True)
 
     assert result.returncode == exit_code, result.stderr
     assert_one_clear_line(result, texts)
@@ -63,6 +63,7 @@ def test_bad_config_is_refused_before_anything_is_written(name, dynamodb, endpoi
     assert destinations == [], "a Kinesis streaming destination was enabled on the source"
 
 
+@pytest.mark.e2e
 def test_exit_code_survives_spark_submit(dynamodb, endpoint_url, table_name, tmp_path):
     target = table_name("never")
     config = write_config(
@@ -104,6 +105,7 @@ def test_invalid_credentials_are_refused_when_the_endpoint_checks_them(table_nam
         assert target not in list_tables(admin)
 
 
+@pytest.mark.e2e
 def test_spark_that_cannot_start_is_one_line_and_nothing_written(dynamodb, endpoint_url, table_name, tmp_path):
     """An OSError at start-up (here: SPARK_HOME names no Spark, so launching it fails): one line, exit 2."""
     source, target = table_name("nospark-src"), table_name("nospark-dst")

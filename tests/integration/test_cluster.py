@@ -48,6 +48,7 @@ def build_package(output: Path) -> Path:
     return Path(built.stdout.strip())
 
 
+@pytest.mark.e2e
 def test_copy_on_two_executors_leaks_no_secret(dynamodb, endpoint_url, table_name, tmp_path):
     source, target = table_name("cluster"), table_name("cluster-copy")
     create_sample_table(dynamodb, source)
@@ -140,6 +141,7 @@ def copy_losing_an_executor(config: Path, savepoint_dir: Path) -> str:
     return output
 
 
+@pytest.mark.e2e
 def test_losing_an_executor_mid_copy_still_ends_exact(dynamodb, endpoint_url, table_name, tmp_path):
     source, target = table_name("lose"), table_name("lose-copy")
     create_sample_table(dynamodb, source)
@@ -155,6 +157,7 @@ def test_losing_an_executor_mid_copy_still_ends_exact(dynamodb, endpoint_url, ta
     assert_same_items(make_items(3_000), scan_all(dynamodb, target))
 
 
+@pytest.mark.e2e
 def test_losing_an_executor_mid_copy_into_delta_commits_each_segment_once(dynamodb, endpoint_url, table_name, tmp_path):
     """Segments the lost executor was running run again on the other: files it wrote but never returned to
     the driver are in no commit, and no segment is committed twice (docs/delta.md, exactly once)."""

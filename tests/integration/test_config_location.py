@@ -47,6 +47,7 @@ def a_copy(dynamodb, endpoint_url: str, table_name) -> tuple[str, str, str]:
     return source, target, yaml.safe_dump({"source": side(endpoint_url, source), "target": side(endpoint_url, target)})
 
 
+@pytest.mark.e2e
 def test_a_config_in_s3_runs_the_migration(dynamodb, s3, endpoint_url, table_name):
     source, target, text = a_copy(dynamodb, endpoint_url, table_name)
     bucket = f"configs-{uuid.uuid4().hex[:8]}"
@@ -59,6 +60,7 @@ def test_a_config_in_s3_runs_the_migration(dynamodb, s3, endpoint_url, table_nam
     assert sorted(map(str, scan_all(dynamodb, target))) == sorted(map(str, scan_all(dynamodb, source)))
 
 
+@pytest.mark.e2e
 def test_a_config_on_a_hadoop_filesystem_runs_the_migration(dynamodb, endpoint_url, table_name, tmp_path: Path):
     source, target, text = a_copy(dynamodb, endpoint_url, table_name)
     (tmp_path / "orders.yaml").write_text(text)
@@ -71,6 +73,7 @@ def test_a_config_on_a_hadoop_filesystem_runs_the_migration(dynamodb, endpoint_u
     assert sorted(map(str, scan_all(dynamodb, target))) == sorted(map(str, scan_all(dynamodb, source)))
 
 
+@pytest.mark.e2e
 def test_a_config_location_that_cannot_be_read_is_one_line_and_exit_2(s3, endpoint_url):
     bucket = f"configs-{uuid.uuid4().hex[:8]}"
     s3.create_bucket(Bucket=bucket)
@@ -96,6 +99,7 @@ def a_replication(dynamodb, endpoint_url: str, table_name, folder: Path, stream_
     return source, target, text
 
 
+@pytest.mark.e2e
 def test_a_config_in_s3_replicates_changes_until_sigterm(dynamodb, s3, endpoint_url, table_name, tmp_path):
     source, target, text = a_replication(dynamodb, endpoint_url, table_name, tmp_path, stream_changes=True)
     bucket = f"configs-{uuid.uuid4().hex[:8]}"

@@ -37,6 +37,7 @@ class NewItems(threading.Thread):
             self.next += 1
 
 
+@pytest.mark.e2e
 def test_a_validation_repairs_a_delta_table_while_replication_merges_into_it(dynamodb, endpoint_url, table_name, tmp_path):
     source = table_name("delta-beside")
     create_sample_table(dynamodb, source)

@@ -157,6 +157,7 @@ def replicating_30_items(dynamodb, endpoint_url: str, tmp_path: Path, source: st
     return config, tmp_path / "checkpoint", job, lines
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("changes", ["dynamodb-streams", "kinesis"])
 def test_kill_9_between_a_batch_delta_commit_and_spark_commit_then_rerun_merges_it_once(
     dynamodb, kinesis, endpoint_url, table_name, tmp_path, changes
@@ -187,6 +188,7 @@ def test_kill_9_between_a_batch_delta_commit_and_spark_commit_then_rerun_merges_
     assert (checkpoint / "commits" / str(held)).exists()
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("changes, where", [("dynamodb-streams", "local"), ("kinesis", "emulator-s3")])
 def test_kill_9_at_any_point_mid_replication_then_rerun_converges_with_each_batch_once(
     dynamodb, kinesis, s3, endpoint_url, table_name, tmp_path, changes, where

@@ -184,6 +184,7 @@ def next_commit_with(log: Path, pattern: str, seen: set[str], deadline: float) -
     raise AssertionError(f"no commit matching {pattern!r} in {log} before the deadline")
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("killed_at", ["the-emptying-commit", "the-first-segment-copied-again"])
 def test_kill_9_during_a_restart_then_rerun_ends_equal_to_the_source_with_no_row_twice(
     dynamodb, kinesis, endpoint_url, table_name, tmp_path, spark, killed_at

@@ -23,7 +23,7 @@ from deltalake import DeltaTable, write_deltalake
 from migrator.items import from_dynamodb_json, to_dynamodb_json
 from migrator.target.delta_number_keys import TYPING_APP_ID
 from migrator.validate.compare import items_equal
-from testsupport.all_types import all_types_items, create_all_types_table
+from testsupport.all_types import all_types_items
 from testsupport.endpoint import TEST_ACCESS_KEY, TEST_REGION, TEST_SECRET_KEY, put_items, reaching, scan_all, side
 from testsupport.jobs import assert_one_clear_line, run_in_process, run_job, start_job, write_config
 from testsupport.resume import ITEMS, SEGMENTS, copied_segments, wait_for_segments
@@ -42,11 +42,6 @@ from testsupport.sample_data import create_sample_table, make_items
 pytestmark = pytest.mark.integration
 
 ALL_TYPES_SEGMENTS = 4
-
-
-@pytest.fixture(scope="module")
-def all_types_table(dynamodb):
-    return create_all_types_table(dynamodb, f"delta-src-{uuid.uuid4().hex[:8]}")
 
 
 def delta_config(tmp_path: Path, endpoint_url: str, table: str, path: str, name="delta.yaml", segments=ALL_TYPES_SEGMENTS,
@@ -160,6 +155,7 @@ def test_a_rerun_without_the_savepoint_finds_every_segment_committed(dynamodb, e
     assert_exactly(scan_all(dynamodb, all_types_table), table_items(DeltaTable(str(path))))
 
 
+@pytest.mark.e2e
 def test_kill_9_mid_snapshot_then_rerun_gives_every_row_once(dynamodb, endpoint_url, table_name, tmp_path):
     source = table_name("delta-resume")
     create_sample_table(dynamodb, source)
@@ -174,7 +170,7 @@ def test_kill_9_mid_snapshot_then_rerun_gives_every_row_once(dynamodb, endpoint_
     output, _ = job.communicate(timeout=60)
     assert 2 <= len(copied_segments(savepoints)) < SEGMENTS, output
 
-    rerun = run_job(config, spark_submit=True)
+    rerun = run_job(config)
 
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
     assert copied_segments(savepoints) == set(range(SEGMENTS))
@@ -241,6 +237,7 @@ def test_a_source_key_named_like_the_item_column_is_refused(dynamodb, endpoint_u
     assert not path.exists()
 
 
+@pytest.mark.e2e
 def test_partitioning_by_a_binary_key_is_refused_through_spark_submit(dynamodb, endpoint_url, table_name, tmp_path):
     source = table_name("binary-key")
     dynamodb.create_table(TableName=source, KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],

@@ -1,7 +1,7 @@
 """`jobs/migrate.py --dry-run`: the run's checks and its plan, with nothing created, enabled or written.
 
-Every job runs with SPARK_HOME pointing at a folder that holds no Spark: starting a Spark session
-would fail the job ("starting Spark"), so an exit 0 also proves no session was started.
+Every job runs in process with a Spark factory that fails the run when called ("a dry run started
+Spark"), so an exit 0 also proves no session was started.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from migrator.target import tables
 from testsupport.endpoint import list_tables, put_items, scan_all, side
 from testsupport.export_imports import export_source, import_config
 from testsupport.export_writes import export_target
-from testsupport.jobs import assert_one_clear_line, run_job, write_config
+from testsupport.jobs import assert_one_clear_line, run_in_this_process, run_job, write_config
 from testsupport.kinesis_runs import create_stream
 from testsupport.s3_exports import export_live_table
 from testsupport.sample_data import create_sample_table, make_items
@@ -27,12 +27,14 @@ from testsupport.sample_data import create_sample_table, make_items
 pytestmark = pytest.mark.integration
 
 
-def dry_run(config: Path, tmp_path: Path):
-    no_spark = tmp_path / "no-spark-here"
-    no_spark.mkdir(exist_ok=True)
-    result = run_job(config, args=("--dry-run",), env={"SPARK_HOME": str(no_spark)})
-    assert "Running Spark version" not in result.stdout + result.stderr
+def dry_run(config: Path):
+    result = run_in_this_process(config, args=("--dry-run",), spark_factory=no_spark)
+    assert "a dry run started Spark" not in result.stdout + result.stderr
     return result
+
+
+def no_spark():
+    raise AssertionError("a dry run started Spark")
 
 
 def files_under(folder: Path) -> list[Path]:
@@ -45,7 +47,7 @@ def test_a_copy_into_a_missing_target_is_planned_and_nothing_is_created(dynamodb
     put_items(dynamodb, source, make_items(20))
     config = write_config(tmp_path, {"source": side(endpoint_url, source, scanSegments=6), "target": side(endpoint_url, target)})
 
-    result = dry_run(config, tmp_path)
+    result = dry_run(config)
 
     assert result.returncode == 0, result.stderr
     assert "6 scan segments" in result.stdout
@@ -66,7 +68,7 @@ def test_streaming_says_it_would_enable_the_stream_and_leaves_it_disabled(dynamo
         "checkpointLocation": str(checkpoints / "dry"),
     })  # fmt: skip
 
-    result = dry_run(config, tmp_path)
+    result = dry_run(config)
 
     assert result.returncode == 0, result.stderr
     assert f"would enable a NEW_AND_OLD_IMAGES DynamoDB stream on source table {source!r}" in result.stdout
@@ -86,7 +88,7 @@ def test_a_rerun_of_an_interrupted_copy_says_where_it_would_resume(dynamodb, end
     savepoint = save_interrupted_copy(config, copied={0, 2}, total_segments=4)
     saved = savepoint.read_text(encoding="utf-8")
 
-    result = dry_run(config, tmp_path)
+    result = dry_run(config)
 
     assert result.returncode == 0, result.stderr
     assert "would resume: 2 of 4 segments already copied (0, 2), 2 to copy" in result.stdout
@@ -99,7 +101,7 @@ def test_a_missing_source_table_is_one_line_and_exit_2(dynamodb, endpoint_url, t
     target = table_name("dry-never")
     config = write_config(tmp_path, {"source": side(endpoint_url, "no-such-table"), "target": side(endpoint_url, target)})
 
-    result = dry_run(config, tmp_path)
+    result = dry_run(config)
 
     assert result.returncode == 2, result.stderr
     assert_one_clear_line(result, ["source table 'no-such-table' does not exist"])
@@ -107,6 +109,7 @@ def test_a_missing_source_table_is_one_line_and_exit_2(dynamodb, endpoint_url, t
     assert target not in list_tables(dynamodb)
 
 
+@pytest.mark.e2e
 def test_under_spark_submit_the_plan_uses_the_submitted_parallelism(dynamodb, endpoint_url, table_name, tmp_path):
     source, target = table_name("dry-submit-src"), table_name("dry-submit-dst")
     create_sample_table(dynamodb, source)
@@ -149,7 +152,7 @@ def test_an_import_into_a_missing_target_is_planned_and_nothing_is_created(s3, d
     export = export_live_table(s3, dynamodb, source, files=3)
     config = import_config(tmp_path, endpoint_url, export, target)
 
-    result = dry_run(config, tmp_path)
+    result = dry_run(config)
 
     assert result.returncode == 0, result.stderr
     assert "FULL_EXPORT, DYNAMODB_JSON, 3 data files" in result.stdout
@@ -168,7 +171,7 @@ def test_an_import_with_files_done_says_where_it_would_resume(s3, dynamodb, endp
     config = write_config(tmp_path, {"source": export_source(endpoint_url, export.bucket, export.summary_key),
                                      "target": side(endpoint_url, target), "skipFiles": export.data_keys[:1]})  # fmt: skip
 
-    result = dry_run(config, tmp_path)
+    result = dry_run(config)
 
     assert result.returncode == 0, result.stderr
     assert "would resume: 1 of 3 data files already imported, 2 to import" in result.stdout
@@ -187,7 +190,7 @@ def test_a_chained_import_whose_stream_misses_changes_is_the_runs_gap_error(s3, 
         "checkpointLocation": str(tmp_path / "checkpoint"),
     })  # fmt: skip
 
-    result = dry_run(config, tmp_path)
+    result = dry_run(config)
 
     assert result.returncode == 2
     assert_one_clear_line(result, ["acceptStreamGap"])
@@ -204,7 +207,7 @@ def test_a_written_export_is_planned_and_its_folder_stays_empty(dynamodb, endpoi
     config = write_config(tmp_path, {"source": side(endpoint_url, source, scanSegments=4),
                                      "target": export_target(endpoint_url, str(exports))})  # fmt: skip
 
-    result = dry_run(config, tmp_path)
+    result = dry_run(config)
 
     assert result.returncode == 0, result.stderr
     assert "4 scan segments" in result.stdout
@@ -222,7 +225,7 @@ def test_a_port_another_process_listens_on_is_the_runs_error(key, dynamodb, endp
         port = taken.getsockname()[1]
         config = write_config(tmp_path, {"source": side(endpoint_url, source), "target": side(endpoint_url, target), key: port})
 
-        result = dry_run(config, tmp_path)
+        result = dry_run(config)
 
     assert result.returncode == 2
     assert_one_clear_line(result, [f"{key} {port}", "is already in use"])
@@ -238,7 +241,7 @@ def test_free_ports_are_checked_and_named_in_the_plan(dynamodb, endpoint_url, ta
         "metricsPort": metrics_port, "metricsHost": "127.0.0.1", "progressPort": progress_port,
     })  # fmt: skip
 
-    result = dry_run(config, tmp_path)
+    result = dry_run(config)
 
     assert result.returncode == 0, result.stderr
     assert f"metricsPort {metrics_port} on 127.0.0.1: free" in result.stdout
@@ -263,7 +266,7 @@ def test_kinesis_into_delta_says_it_would_enable_the_streaming_destination_and_w
         "checkpointLocation": str(tmp_path / "checkpoint"),
     })  # fmt: skip
 
-    result = dry_run(config, tmp_path)
+    result = dry_run(config)
 
     assert result.returncode == 0, result.stderr
     assert f"Kinesis stream {arn} (retention 24 h): would enable the streaming destination of table {source!r}" \
@@ -285,7 +288,7 @@ def test_changes_only_into_delta_says_no_snapshot_and_an_empty_table_and_writes_
         "checkpointLocation": str(tmp_path / "checkpoint"),
     })  # fmt: skip
 
-    result = dry_run(config, tmp_path)
+    result = dry_run(config)
 
     assert result.returncode == 0, result.stderr
     assert "no snapshot (target.skipInitialSnapshotTransfer): changes only" in result.stdout, result.stdout

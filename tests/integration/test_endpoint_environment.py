@@ -43,6 +43,7 @@ def side_without_endpoint(table: str) -> dict:
     }
 
 
+@pytest.mark.e2e
 def test_copy_configured_only_through_AWS_ENDPOINT_URL(dynamodb, endpoint_url, table_name, tmp_path):
     source, target = table_name("env-endpoint"), table_name("env-endpoint-copy")
     create_sample_table(dynamodb, source)
@@ -119,6 +120,7 @@ def test_lean_client_trusts_AWS_CA_BUNDLE(no_proxy_settings, endpoint_url, sampl
         assert page["Count"] == 10
 
 
+@pytest.mark.e2e
 def test_a_delta_table_on_s3_is_written_through_HTTP_PROXY(no_proxy_settings, dynamodb, s3, endpoint_url, table_name,
                                                            tmp_path):  # fmt: skip
     """delta-rs has its own HTTP client: it must take the proxy from the environment as boto3 does."""
@@ -145,6 +147,7 @@ def test_a_delta_table_on_s3_is_written_through_HTTP_PROXY(no_proxy_settings, dy
     assert DeltaTable(f"s3://{bucket}/orders", storage_options=options).to_pyarrow_table().num_rows == ITEMS
 
 
+@pytest.mark.e2e
 def test_a_delta_table_behind_a_certificate_only_AWS_CA_BUNDLE_trusts_is_refused_before_writing(
     no_proxy_settings, dynamodb, endpoint_url, table_name, tmp_path
 ):

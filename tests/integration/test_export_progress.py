@@ -84,6 +84,7 @@ def slow_export(dynamodb, endpoint_url, table_name, tmp_path):
     return config
 
 
+@pytest.mark.e2e
 def test_an_import_counts_files_still_running_through_the_pinned_port_and_serves_them(dynamodb, slow_import):
     config, target, items = slow_import
     metrics_port, progress_port = free_port(), free_port("0.0.0.0")
@@ -109,6 +110,7 @@ def test_an_import_counts_files_still_running_through_the_pinned_port_and_serves
     assert_same_items([from_dynamodb_json(i) for i in items], scan_all(dynamodb, target))
 
 
+@pytest.mark.e2e
 def test_an_incremental_import_counts_records_read_then_changes_applied_while_running(dynamodb, slow_incremental_import):
     config, target, items = slow_incremental_import
 
@@ -142,6 +144,7 @@ def _channel(lines: list[str]) -> tuple[str, int]:
     return match.group(1), int(match.group(2))
 
 
+@pytest.mark.e2e
 def test_an_export_write_counts_the_segment_still_running_and_serves_it(slow_export):
     mid_segment, output = scraped_while_no_unit_is_done(slow_export, "segments")
 
@@ -151,6 +154,7 @@ def test_an_export_write_counts_the_segment_still_running_and_serves_it(slow_exp
     assert "export: 1/1 segments, 80 items copied" in output
 
 
+@pytest.mark.e2e
 def test_an_import_draws_a_bar_on_a_terminal(slow_import):
     config, _, _ = slow_import
 

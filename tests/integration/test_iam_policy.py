@@ -189,8 +189,9 @@ def test_validator_with_savepoints_in_s3(logs, dynamodb, s3, tmp_path, spark):
 
 
 
+@pytest.mark.e2e
 def test_snapshot_into_delta_on_s3(logs, dynamodb, s3, table_name, tmp_path):
-    """Through spark-submit: delta-rs holds the GIL while it waits on S3, so the driver's Delta calls in this
+    """In a process of its own: delta-rs holds the GIL while it waits on S3, so the driver's Delta calls in this
     process would starve the logging proxy's thread."""
     source = seeded(dynamodb, table_name("iam-delta"))
     bucket = create_bucket(s3, f"iam-delta-{time.time_ns()}")
@@ -199,17 +200,18 @@ def test_snapshot_into_delta_on_s3(logs, dynamodb, s3, table_name, tmp_path):
         "target": {"type": "delta", "path": f"s3://{bucket}/tables/orders", **reaching(logs["target"].endpoint_url)},
     })  # fmt: skip
 
-    result = run_job(config)
+    result = run_job(config, process=True)
 
     assert result.returncode == 0, result.stdout + result.stderr
     assert_matches(("table-source",), logs["source"])
     assert_matches(("delta-target",), logs["target"])
 
 
+@pytest.mark.e2e
 def test_incremental_export_into_delta_on_s3(logs, s3, endpoint_url, tmp_path):
     """The MERGE's rows staged beside the table (docs/delta.md, the staging folder) need no more than the table's
-    policy; its tasks delete only their own logs under migrator-files/. Through spark-submit, as the snapshot into
-    Delta above."""
+    policy; its tasks delete only their own logs under migrator-files/. In a process of its own, as the snapshot
+    into Delta above."""
     export_bucket, lake_bucket = create_bucket(s3), create_bucket(s3, f"iam-delta-inc-{time.time_ns()}")
     changes = [Change({"pk": {"S": f"k{n}"}, "sk": {"N": "1"}}, {"pk": {"S": f"k{n}"}, "sk": {"N": "1"}}, micros=n + 1)
                for n in range(ITEMS)]  # fmt: skip
@@ -219,7 +221,7 @@ def test_incremental_export_into_delta_on_s3(logs, s3, endpoint_url, tmp_path):
         "target": {"type": "delta", "path": f"s3://{lake_bucket}/tables/orders", **reaching(logs["target"].endpoint_url)},
     })  # fmt: skip
 
-    result = run_job(config)
+    result = run_job(config, process=True)
 
     assert result.returncode == 0, result.stdout + result.stderr
     assert any("/tables/orders/_migrator_staging/" in path for method, path, _ in logs["target"].requests if method == "PUT")

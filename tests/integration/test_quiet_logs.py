@@ -42,6 +42,7 @@ def a_copy(dynamodb, endpoint_url: str, table_name, tmp_path: Path, **target) ->
                                    "checkpointLocation": str(tmp_path / "checkpoint")})  # fmt: skip
 
 
+@pytest.mark.e2e
 def test_a_replication_started_and_stopped_shows_none_of_sparks_noise(dynamodb, endpoint_url, table_name, tmp_path):
     config = a_copy(dynamodb, endpoint_url, table_name, tmp_path, streamChanges=True)
     source, target = (yaml_side["table"] for yaml_side in _sides(config))
@@ -61,6 +62,7 @@ def test_a_replication_started_and_stopped_shows_none_of_sparks_noise(dynamodb, 
     assert not shown, output[-5000:]
 
 
+@pytest.mark.e2e
 def test_the_users_own_log4j_configuration_is_honoured(dynamodb, endpoint_url, table_name, tmp_path):
     own = tmp_path / "log4j2.properties"
     own.write_text(

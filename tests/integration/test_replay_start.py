@@ -105,6 +105,7 @@ def update_copied_items(client, table: str, segments: set[int]) -> int:
     return changes
 
 
+@pytest.mark.e2e
 def test_kinesis_rerun_after_a_kill_mid_snapshot_replays_from_the_first_runs_start(
     dynamodb, kinesis, endpoint_url, table_name, tmp_path, spark
 ):

@@ -39,6 +39,7 @@ def target_proxy(endpoint_url):
         yield proxy
 
 
+@pytest.mark.e2e
 def test_snapshot_then_changes_until_ctrl_c_and_restart_and_kill_9_mid_batch(
     dynamodb, endpoint_url, table_name, tmp_path, target_proxy
 ):
@@ -120,6 +121,7 @@ def test_snapshot_then_changes_until_ctrl_c_and_restart_and_kill_9_mid_batch(
     assert TEST_SECRET_KEY not in "".join(lines + lines2 + lines3)
 
 
+@pytest.mark.e2e
 def test_skip_initial_snapshot_replicates_changes_only(dynamodb, endpoint_url, table_name, tmp_path):
     source, target = table_name("changes-only"), table_name("changes-only-copy")
     create_sample_table(dynamodb, source)

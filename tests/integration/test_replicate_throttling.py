@@ -35,6 +35,7 @@ RUN_SECONDS = 180
 MEASURED_SECONDS = 10.0
 
 
+@pytest.mark.e2e
 def test_replication_waits_out_a_minute_of_throttled_writes(dynamodb, endpoint_url, table_name, tmp_path):
     source, target = table_name("throttled-live"), table_name("throttled-live-copy")
     create_sample_table(dynamodb, source)

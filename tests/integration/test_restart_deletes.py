@@ -69,6 +69,7 @@ def test_restart_deletes_from_the_target_the_items_the_source_deleted_while_stop
     assert not deletions_owed(tmp_path / "savepoints")
 
 
+@pytest.mark.e2e
 def test_a_stop_during_the_clean_up_redoes_it_on_the_next_run(dynamodb, kinesis, endpoint_url, table_name, tmp_path, spark):
     with FaultProxy(endpoint_url, fault_rate=0.0) as target_proxy:
         config, source, target = stopped_then_restarted(

@@ -20,6 +20,7 @@ from testsupport.sample_data import create_sample_table, make_items
 pytestmark = pytest.mark.integration
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("stop_signal", [signal.SIGKILL, signal.SIGINT], ids=["kill-9", "ctrl-c"])
 def test_rerun_resumes_without_rescanning_finished_segments(dynamodb, recording_proxy, slow_copy, stop_signal):
     source, target, config, savepoints = slow_copy
@@ -35,7 +36,7 @@ def test_rerun_resumes_without_rescanning_finished_segments(dynamodb, recording_
         assert "interrupted" in output and "rerun the same command to resume" in output
 
     first_run_requests = len(proxy.recorded)
-    rerun = run_job(config(proxy.endpoint_url, "rerun.yaml"), spark_submit=True)
+    rerun = run_job(config(proxy.endpoint_url, "rerun.yaml"))
     scanned = scanned_segments(proxy, since=first_run_requests)
 
     assert rerun.returncode == 0, rerun.stderr

@@ -369,6 +369,7 @@ def test_rerun_after_a_failed_file_reads_only_the_files_not_yet_imported(s3, dyn
     assert_imported(items, dynamodb, target)
 
 
+@pytest.mark.e2e
 def test_sigterm_while_an_incremental_export_is_written_stops_with_one_line(s3, dynamodb, endpoint_url, table_name,
                                                                           tmp_path):  # fmt: skip
     """spark-submit; SIGTERM while the newest records are written: exit 143 and the rerun hint, no traceback,
@@ -398,6 +399,7 @@ def test_sigterm_while_an_incremental_export_is_written_stops_with_one_line(s3, 
     assert savepoint_files(tmp_path) == set()
 
 
+@pytest.mark.e2e
 def test_kill_9_mid_import_then_rerun_reads_only_the_unfinished_files(s3, dynamodb, endpoint_url, spark, table_name,
                                                                       tmp_path):  # fmt: skip
     """spark-submit, paced to about 10 items/s, one file at a time; SIGKILL once two files are recorded.

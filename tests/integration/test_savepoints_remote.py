@@ -64,6 +64,7 @@ def copied_in_s3(s3, bucket: str) -> set[int]:
     return set(SegmentRanges.parse(found[1]["savepoint"]["copiedSegments"])) if found else set()
 
 
+@pytest.mark.e2e
 def test_savepoints_in_s3_survive_kill_9_and_resume(dynamodb, s3, endpoint_url, table_name, tmp_path):
     source, target = table_name("s3sp"), table_name("s3sp-copy")
     bucket = create_bucket(s3, f"savepoints-{table_name('b')}")
@@ -84,7 +85,7 @@ def test_savepoints_in_s3_survive_kill_9_and_resume(dynamodb, s3, endpoint_url, 
         assert 2 <= len(done_before) < SEGMENTS, output
 
         first_run_requests = len(proxy.recorded)
-        rerun = run_job(config, spark_submit=True)
+        rerun = run_job(config)
         scanned = scanned_segments(proxy, since=first_run_requests)
 
     assert rerun.returncode == 0, rerun.stdout + rerun.stderr
@@ -111,6 +112,7 @@ def wait_for_s3_segments(job, s3, bucket: str, at_least: int, timeout: float = 1
     raise AssertionError(f"fewer than {at_least} segments recorded in s3://{bucket}/{PREFIX} after {timeout}s")
 
 
+@pytest.mark.e2e
 def test_s3_savepoints_with_the_default_credential_chain(dynamodb, s3, endpoint_url, table_name, tmp_path):
     """As on EMR: only `savepoints.path: s3://...`, S3 reached as boto3 is by default (here the environment
     names the emulator). Never a local folder named `s3:`."""

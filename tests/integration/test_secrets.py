@@ -61,6 +61,7 @@ def start_with_event_log(config: Path, events: Path, sts_endpoint: str) -> subpr
     )  # fmt: skip
 
 
+@pytest.mark.e2e
 def test_no_spelling_of_a_credential_reaches_savepoint_checkpoint_output_or_event_log(
     dynamodb, endpoint_url, table_name, tmp_path
 ):

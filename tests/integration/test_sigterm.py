@@ -52,6 +52,7 @@ def send_sigterm(job: subprocess.Popen, to: str) -> None:
         os.kill(job.pid, signal.SIGTERM)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     "launch, to",
     [(start_job, "process"), (start_python_job, "process"), (start_job, "group")],
@@ -82,6 +83,7 @@ def test_sigterm_mid_snapshot_keeps_the_savepoint_prints_the_summary_and_exits_1
     assert_same_items(make_items(ITEMS), scan_all(dynamodb, target))
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("to", ["process", "group"], ids=["spark-submit-jvm", "spark-submit-group"])
 def test_sigterm_while_replicating_stops_between_batches_and_exits_0(
     dynamodb, endpoint_url, table_name, tmp_path, spark, to
@@ -167,6 +169,7 @@ def stop_the_group_while_a_file_is_written(config: Path, tmp_path: Path, pattern
     return "".join(lines)
 
 
+@pytest.mark.e2e
 def test_sigterm_to_the_group_while_hadoop_writes_the_heartbeat_still_stops(dynamodb, endpoint_url, table_name, tmp_path):
     """Hadoop writes a local file through a `chmod` process, a child of the driver's JVM and so in the
     job's process group: `kill` of the group ends it as well, and the heartbeat's write fails. The stop
@@ -186,6 +189,7 @@ def test_sigterm_to_the_group_while_hadoop_writes_the_heartbeat_still_stops(dyna
     assert "replication stopped" in output and "Traceback" not in output, output[-3000:]
 
 
+@pytest.mark.e2e
 def test_sigterm_to_the_group_while_hadoop_writes_a_kinesis_batchs_key_state_stops_and_the_rerun_applies_it(
     dynamodb, kinesis, endpoint_url, table_name, tmp_path, spark
 ):
@@ -214,6 +218,7 @@ def test_sigterm_to_the_group_while_hadoop_writes_a_kinesis_batchs_key_state_sto
     assert by_key(scan_all(dynamodb, target)) == by_key(scan_all(dynamodb, source))
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["kill-the-group", "ctrl-c"])
 def test_a_signal_to_the_group_mid_batch_stops_and_the_rerun_applies_that_batch(
     dynamodb, endpoint_url, table_name, tmp_path, spark, signum
@@ -261,6 +266,7 @@ def test_a_signal_to_the_group_mid_batch_stops_and_the_rerun_applies_that_batch(
     assert by_key(scan_all(dynamodb, target)) == by_key(scan_all(dynamodb, source))
 
 
+@pytest.mark.e2e
 def test_sigterm_to_spark_submit_during_the_checks_stops_before_anything_is_written(
     dynamodb, endpoint_url, table_name, tmp_path
 ):

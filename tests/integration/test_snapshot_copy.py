@@ -271,6 +271,7 @@ def test_fifty_thousand_items_in_sixteen_segments(dynamodb, endpoint_url, spark,
     assert_same_items(make_items(50_000, payload_bytes=60), scan_all(dynamodb, target))
 
 
+@pytest.mark.e2e
 def test_assume_role_credentials_reach_both_tables_and_sts_is_asked_at_sts(dynamodb, endpoint_url, table_name, tmp_path):
     """The role is assumed at STS where boto3 finds it (here AWS_ENDPOINT_URL_STS), never at the tables'
     own endpoint, with the external id and duration the config gives."""

@@ -43,6 +43,7 @@ def slow_segment(dynamodb, endpoint_url, table_name, tmp_path):
     return config, target
 
 
+@pytest.mark.e2e
 def test_a_line_counts_the_items_of_a_segment_still_running(dynamodb, slow_segment):
     config, target = slow_segment
     job = start_job(config())
@@ -59,6 +60,7 @@ def test_a_line_counts_the_items_of_a_segment_still_running(dynamodb, slow_segme
     assert_same_items(make_items(ITEMS, payload_bytes=PAYLOAD_BYTES), scan_all(dynamodb, target))
 
 
+@pytest.mark.e2e
 def test_executors_in_their_own_jvm_report_to_the_address_spark_gives_the_driver(dynamodb, slow_segment):
     """As on a cluster: the executor is a worker's JVM (Spark's local-cluster master), not the driver's, and
     the driver is reached at an address that is not localhost; the running segment's items still show."""
@@ -102,6 +104,7 @@ def _items_before_the_end(line: str) -> int:
     return int(match.group(1).replace(",", "")) if match else 0
 
 
+@pytest.mark.e2e
 def test_the_metrics_endpoint_serves_the_snapshot_while_it_runs(slow_segment):
     config, _ = slow_segment
     port = free_port()
@@ -125,6 +128,7 @@ def _scrape_until_items_mid_segment(job: subprocess.Popen, port: int, lines: lis
     )
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("log_format", ["text", "json"])
 def test_a_bar_on_a_terminal_and_none_beside_json_logs(slow_segment, log_format):
     config, _ = slow_segment

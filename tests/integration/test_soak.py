@@ -11,7 +11,7 @@ import pytest
 
 from testsupport.soak import plan_round, run_round
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.e2e]  # each round stops its runs with kill -9 or Ctrl+C
 
 # Each is also the fixed-seed regression of a bug the soak found (docs/soak.md, "What it found").
 # Seed 43: a snapshot in two parallel segments of a binary hash key (B+N, an item near 400 KB),

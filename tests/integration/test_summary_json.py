@@ -65,6 +65,7 @@ def test_bad_input_is_reported_with_its_message_and_nothing_ran(endpoint_url, ta
     assert document["snapshot"] is None
 
 
+@pytest.mark.e2e
 def test_sigterm_mid_snapshot_is_reported_as_terminated(slow_copy, endpoint_url, tmp_path: Path):
     source, target, config, savepoints = slow_copy
     summary = tmp_path / "summary.json"

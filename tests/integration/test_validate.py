@@ -40,8 +40,10 @@ def planted(dynamodb, endpoint_url):
     return source, target, live
 
 
-def validate(endpoint_url: str, tmp_path: Path, source: str | dict, target: str | dict, name: str, **validation):
-    """Run jobs/validate.py under spark-submit (`source`, `target`: a table, or a block); (exit code, report, stdout)."""
+def validate(endpoint_url: str, tmp_path: Path, source: str | dict, target: str | dict, name: str, spark_submit: bool = False,
+             **validation):  # fmt: skip
+    """Run jobs/validate.py's command line, in process or under spark-submit (`source`, `target`: a table, or a block);
+    (exit code, report, stdout)."""
     document = {
         "source": side(endpoint_url, source, scanSegments=3) if isinstance(source, str) else source,
         "target": side(endpoint_url, target) if isinstance(target, str) else target,
@@ -50,16 +52,17 @@ def validate(endpoint_url: str, tmp_path: Path, source: str | dict, target: str 
     }
     config = write_config(tmp_path, document, name=f"{name}.yaml")
     report = tmp_path / f"{name}.json"
-    result = run_job(config, spark_submit=True, job="validate.py", args=("--report", str(report)))
+    result = run_job(config, spark_submit=spark_submit, job="validate.py", args=("--report", str(report)))
     output = result.stdout + result.stderr
     assert "Traceback" not in output, output
     return result.returncode, json.loads(report.read_text()) if report.exists() else None, result.stdout
 
 
+@pytest.mark.e2e
 def test_planted_differences_are_reported_exactly(endpoint_url, planted, tmp_path):
     source, target, _ = planted
 
-    code, report, stdout = validate(endpoint_url, tmp_path, source, target, "plain")
+    code, report, stdout = validate(endpoint_url, tmp_path, source, target, "plain", spark_submit=True)  # the entry point's smoke test
 
     assert code == 1, stdout
     assert report == {
@@ -201,6 +204,7 @@ def test_an_s3_export_import_is_validated_against_its_target(output_format, s3, 
     ]
 
 
+@pytest.mark.e2e
 def test_sigterm_mid_scan_stops_with_one_line_exit_143_and_no_report(endpoint_url, planted, tmp_path):
     source, target, _ = planted
     report = tmp_path / "report.json"
@@ -240,7 +244,7 @@ def test_a_damaged_export_file_is_a_validation_that_could_not_finish(s3, dynamod
     config = write_config(tmp_path, {"source": export_source(endpoint_url, export), "target": side(endpoint_url, target)})
     report = tmp_path / "report.json"
 
-    result = run_job(config, spark_submit=True, job="validate.py", args=("--report", str(report)))
+    result = run_job(config, job="validate.py", args=("--report", str(report)))
 
     assert result.returncode == 3, result.stdout + result.stderr
     line = one_error_line(result)

@@ -23,7 +23,7 @@ from deltalake import DeltaTable, write_deltalake
 
 from migrator.items import to_dynamodb_json
 from migrator.target.delta_rows import item_json
-from testsupport.all_types import ATTRIBUTES, KEY_SCHEMA, all_types_items, create_all_types_table
+from testsupport.all_types import ATTRIBUTES, KEY_SCHEMA, all_types_items
 from testsupport.endpoint import TEST_ACCESS_KEY, TEST_REGION, TEST_SECRET_KEY, put_items, reaching, scan_all, side
 from testsupport.export_imports import export_source
 from testsupport.jobs import assert_one_clear_line, run_in_process, run_job, start_job, write_config
@@ -37,9 +37,9 @@ NO_REPAIRS = {"missing": 0, "different": 0, "extra": 0}
 ALL_REPAIRS = {"copyMissingRows": True, "repairDifferences": True, "deleteExtraRows": True}
 
 
-@pytest.fixture(scope="module")
-def source_table(dynamodb):
-    return create_all_types_table(dynamodb, f"val-delta-{uuid.uuid4().hex[:8]}")
+@pytest.fixture
+def source_table(all_types_table):
+    return all_types_table
 
 
 def delta_config(tmp_path: Path, endpoint_url: str, source: str | dict, path: str, name: str, **validation) -> Path:
@@ -92,6 +92,7 @@ def plant(uri: str, storage_options: dict | None, items: list[dict]) -> tuple[di
     return key_of(gone), key_of(changed), key_of(extra)
 
 
+@pytest.mark.e2e
 def test_a_local_delta_copy_is_equal_then_planted_differences_are_reported_exactly(
     dynamodb, endpoint_url, spark, source_table, tmp_path
 ):
@@ -191,6 +192,7 @@ def test_a_delta_path_without_a_table_is_bad_input(endpoint_url, source_table, t
     assert list(path.iterdir()) == []
 
 
+@pytest.mark.e2e
 def test_kill_9_mid_read_then_the_rerun_resumes_on_the_version_it_pinned(dynamodb, endpoint_url, spark, tmp_path):
     """The rerun reads the Delta table at the version the first run pinned: a row committed in between is
     not half-seen by the units left to read. The next, fresh, validation sees it."""
@@ -254,6 +256,7 @@ def repair_commits(path: Path) -> list[tuple[str, int]]:
     return found
 
 
+@pytest.mark.e2e
 def test_differences_fixed_before_the_recheck_are_not_reported_a_lasting_one_is(
     dynamodb, endpoint_url, spark, source_table, tmp_path
 ):
@@ -317,6 +320,7 @@ def test_planted_rows_are_repaired_with_the_sources_items_and_a_second_validatio
     assert DeltaTable(uri, storage_options=options).version() == versions_before + repairs  # nothing merged
 
 
+@pytest.mark.e2e
 def test_kill_9_mid_repair_then_the_rerun_converges_with_no_row_twice(dynamodb, endpoint_url, spark, tmp_path):
     """Missing rows in every bucket, repaired one bucket at a time: the validation is killed as soon as the first
     bucket's MERGE is in the table. The rerun repairs the rest; no repair is merged twice, no row is in twice."""

@@ -64,8 +64,8 @@ def config(proxy: FaultProxy, pair: tuple[str, str], folder: Path, **validation)
     return write_config(folder, document, name=f"validate-{len(list(folder.glob('*.yaml')))}.yaml")
 
 
-def validate(config_path: Path, report: Path, spark_submit: bool = True) -> tuple[int, dict | None, str]:
-    result = run_job(config_path, spark_submit=spark_submit, job="validate.py", args=("--report", str(report)))
+def validate(config_path: Path, report: Path) -> tuple[int, dict | None, str]:
+    result = run_job(config_path, job="validate.py", args=("--report", str(report)))
     output = result.stdout + result.stderr
     assert "Traceback" not in output, output
     return result.returncode, json.loads(report.read_text()) if report.exists() else None, output
@@ -122,6 +122,7 @@ def test_a_finished_validation_run_again_validates_again(proxy, pair, uninterrup
     assert left_behind(folder) == []
 
 
+@pytest.mark.e2e
 def test_kill_9_mid_read_then_rerun_reads_only_the_units_not_recorded(proxy, pair, uninterrupted, tmp_path):
     report = tmp_path / "report.json"
     job = start_job(config(proxy, pair, tmp_path), job="validate.py", args=("--report", str(report)))
@@ -133,7 +134,7 @@ def test_kill_9_mid_read_then_rerun_reads_only_the_units_not_recorded(proxy, pai
 
     # The same sides with another option: another validation's savepoint, refused before anything is read.
     since = len(proxy.recorded)
-    code, _, output = validate(config(proxy, pair, tmp_path, failuresToFetch=3), report, spark_submit=False)
+    code, _, output = validate(config(proxy, pair, tmp_path, failuresToFetch=3), report)
     assert code == 2, output
     errors = [line for line in output.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1, output
@@ -149,6 +150,7 @@ def test_kill_9_mid_read_then_rerun_reads_only_the_units_not_recorded(proxy, pai
     assert left_behind(tmp_path) == []
 
 
+@pytest.mark.e2e
 def test_sigterm_mid_compare_exits_143_then_the_rerun_reads_nothing_again(proxy, pair, uninterrupted, tmp_path):
     report = tmp_path / "report.json"
     job = start_job(config(proxy, pair, tmp_path), job="validate.py", args=("--report", str(report)))
@@ -180,6 +182,7 @@ def wait_until(job, condition, what: str, timeout: float = 240) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.e2e
 def test_kill_9_mid_repair_then_rerun_counts_the_finished_buckets_repairs_and_says_so(proxy, dynamodb, tmp_path):
     """Two missing keys in one bucket, each repaired by its own BatchWriteItem: the first lands, the second is
     parked, and the validation is killed. The rerun's recheck finds the first equal: `repaired` counts the
