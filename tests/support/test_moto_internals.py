@@ -198,29 +198,24 @@ def _base64(text: str) -> bytes | None:
 
 def _dynamodb_call(action: str, body: dict, raw: bool = False):
     """One DynamoDB action through moto's whole server application; its JSON, or (Content-Type, body) when `raw`."""
+    return _moto_call("dynamodb", f"DynamoDB_20120810.{action}", "1.0", body, raw)
+
+
+def _kinesis_call(action: str, body: dict) -> dict:
+    return _moto_call("kinesis", f"Kinesis_20131202.{action}", "1.1", body)
+
+
+def _moto_call(service: str, target: str, json_version: str, body: dict, raw: bool = False):
+    """One JSON-protocol action through moto's whole server application, in this process and without a socket."""
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
     from werkzeug.test import Client
 
     response = Client(DomainDispatcherApplication(create_backend_app)).post("/", data=json.dumps(body), headers={
-        "X-Amz-Target": f"DynamoDB_20120810.{action}",
-        "Content-Type": "application/x-amz-json-1.0",
-        "Authorization": f"AWS4-HMAC-SHA256 Credential=test/20260101/{REGION}/dynamodb/aws4_request, SignedHeaders=host, Signature=0",
+        "X-Amz-Target": target,
+        "Content-Type": f"application/x-amz-json-{json_version}",
+        "Authorization": f"AWS4-HMAC-SHA256 Credential=test/20260101/{REGION}/{service}/aws4_request, SignedHeaders=host, Signature=0",
     })  # fmt: skip
     assert response.status_code == 200, response.get_data(as_text=True)
     if raw:
         return response.headers.get("Content-Type"), response.get_data(as_text=True)
-    return json.loads(response.get_data())
-
-
-def _kinesis_call(action: str, body: dict) -> dict:
-    """One Kinesis action through moto's whole server application, in this process and without a socket."""
-    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
-    from werkzeug.test import Client
-
-    response = Client(DomainDispatcherApplication(create_backend_app)).post("/", data=json.dumps(body), headers={
-        "X-Amz-Target": f"Kinesis_20131202.{action}",
-        "Content-Type": "application/x-amz-json-1.1",
-        "Authorization": f"AWS4-HMAC-SHA256 Credential=test/20260101/{REGION}/kinesis/aws4_request, SignedHeaders=host, Signature=0",
-    })  # fmt: skip
-    assert response.status_code == 200, response.get_data(as_text=True)
     return json.loads(response.get_data())
