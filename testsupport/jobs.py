@@ -32,8 +32,8 @@ def write_config(directory: Path, document: dict[str, Any], name: str = "config.
     return path
 
 
-def run_in_process(config_path: Path, spark_session):
-    """Run a snapshot migration on the shared Spark session; returns its summary."""
+def migrate_on_session(config_path: Path, spark_session):
+    """Run a migration through migrate() on the given session, not its command line; returns the snapshot summary."""
     from migrator.config import load_config
     from migrator.run import migrate
 

@@ -18,7 +18,7 @@ from migrator.task_boundary import errors_returned
 from testsupport.all_types import assert_same_items
 from testsupport.alternator_cluster import AlternatorCluster
 from testsupport.endpoint import list_tables, put_items, reaching, scan_all, side
-from testsupport.jobs import run_in_process, run_job, write_config
+from testsupport.jobs import migrate_on_session, run_job, write_config
 from testsupport.planted import EXPECTED_SAMPLES, RENAMES, plant
 from testsupport.replication import Changes, until_converged
 from testsupport.sample_data import create_sample_table, make_items
@@ -62,7 +62,7 @@ def test_copy_to_alternator_spreads_over_live_nodes_and_drops_a_stopped_one(
             {"source": side(endpoint_url, source, scanSegments=4),
              "target": alternator(cluster, target, compression=True)},
         )  # fmt: skip
-        summary = run_in_process(config, spark)
+        summary = migrate_on_session(config, spark)
         writes = [node["BatchWriteItem"] for node in cluster.requests]
         discoveries = list(cluster.discoveries)
         gzip_bodies = cluster.gzip_bodies
@@ -91,7 +91,7 @@ def test_alternator_source_scans_the_rack_it_is_given(dynamodb, endpoint_url, sp
             {"source": alternator(cluster, source, scanSegments=8, datacenter="dc1", rack="r1"),
              "target": side(endpoint_url, target)},
         )  # fmt: skip
-        summary = run_in_process(config, spark)
+        summary = migrate_on_session(config, spark)
         scans = [node["Scan"] for node in cluster.requests]
 
     assert scans[0] > 0 and scans[1] > 0 and scans[2] == scans[3] == 0, scans
@@ -113,7 +113,7 @@ def test_alternator_differences_batches_of_100_no_capacity_reported(
              "target": alternator(cluster, target, maxItemsPerBatch=100, removeConsumedCapacity=False,
                                   writeThroughput=100, throughputWritePercent=0.5)},
         )  # fmt: skip
-        summary = run_in_process(config, spark)
+        summary = migrate_on_session(config, spark)
         asked, stripped, largest = cluster.capacity_asked, cluster.capacity_stripped, cluster.largest_batch
 
     assert largest == 100
@@ -133,7 +133,7 @@ def test_a_datacenter_without_nodes_is_one_config_error_before_anything_is_writt
             {"source": side(endpoint_url, source), "target": alternator(cluster, target, datacenter="dc9")},
         )
         with pytest.raises(ConfigError) as refused:
-            run_in_process(config, spark)
+            migrate_on_session(config, spark)
         served = sum(sum(node.values()) for node in cluster.requests)
 
     assert refused.value.exit_code == 2 and refused.value.key_path == "target.datacenter"

@@ -26,7 +26,7 @@ from testsupport.delta_merges import operation_of
 from testsupport.endpoint import TEST_ACCESS_KEY, TEST_REGION, TEST_SECRET_KEY, reaching
 from testsupport.export_imports import export_source
 from testsupport.faultproxy import FaultProxy
-from testsupport.jobs import assert_one_clear_line, run_in_process, run_job, start_job, wait_for_output, write_config
+from testsupport.jobs import assert_one_clear_line, migrate_on_session, run_job, start_job, wait_for_output, write_config
 from testsupport.s3_exports import DYNAMODB_JSON, ION, Change, DataFileSpec, create_bucket, full_lines, incremental_lines, write_export
 
 pytestmark = pytest.mark.integration
@@ -142,10 +142,10 @@ def test_a_full_then_two_incremental_exports_converge_one_merge_each(s3, endpoin
     full = full_export(s3, bucket, output_format)
     first, second = (incremental_export(s3, bucket, files, output_format) for files in (FIRST, SECOND))
 
-    run_in_process(import_config(tmp_path, endpoint_url, full, path, "full.yaml"), spark)
+    migrate_on_session(import_config(tmp_path, endpoint_url, full, path, "full.yaml"), spark)
     assert_converged(FULL, path)
     assert sk_type(path) == pa.decimal128(38, 0)  # the full export's keys typed; the MERGEs below cast theirs
-    summary = run_in_process(import_config(tmp_path, endpoint_url, first, path, "first.yaml"), spark)
+    summary = migrate_on_session(import_config(tmp_path, endpoint_url, first, path, "first.yaml"), spark)
 
     assert_converged(AFTER_FIRST, path)
     assert (summary.files_imported, summary.items_read, summary.puts, summary.deletes) == (3, 10, 3, 3)
@@ -153,18 +153,18 @@ def test_a_full_then_two_incremental_exports_converge_one_merge_each(s3, endpoin
     (txn,) = merges(path)[0]["txn"]
     assert txn["appId"].endswith("-changes") and txn["version"] == 0
 
-    second_summary = run_in_process(import_config(tmp_path, endpoint_url, second, path, "second.yaml"), spark)
+    second_summary = migrate_on_session(import_config(tmp_path, endpoint_url, second, path, "second.yaml"), spark)
 
     assert_converged(AFTER_SECOND, path)
     assert (second_summary.puts, second_summary.deletes) == (2, 1)
     assert len(merges(path)) == 2 and merges(path)[1]["txn"][0]["appId"] != txn["appId"]
 
-    again = run_in_process(import_config(tmp_path, endpoint_url, second, path, "again.yaml"), spark)
+    again = migrate_on_session(import_config(tmp_path, endpoint_url, second, path, "again.yaml"), spark)
     assert (again.files_resumed, again.files_imported, again.puts) == (2, 0, 0)
 
     delete_savepoints_of(tmp_path, second)
     commits_before = len(log_commits(path))
-    found = run_in_process(import_config(tmp_path, endpoint_url, second, path, "found.yaml"), spark)
+    found = migrate_on_session(import_config(tmp_path, endpoint_url, second, path, "found.yaml"), spark)
 
     assert len(log_commits(path)) == commits_before, "a committed incremental export was merged twice"
     assert (found.files_imported, found.puts, found.deletes) == (2, 0, 0)
@@ -177,7 +177,7 @@ def test_an_incremental_export_into_an_empty_path_creates_the_table_and_types_it
     path = tmp_path / "lake"
     first = incremental_export(s3, create_bucket(s3), FIRST, DYNAMODB_JSON)
 
-    run_in_process(import_config(tmp_path, endpoint_url, first, path, "first.yaml"), spark)
+    migrate_on_session(import_config(tmp_path, endpoint_url, first, path, "first.yaml"), spark)
 
     rows = DeltaTable(str(path)).to_pyarrow_table().to_pylist()
     assert rows and sk_type(path) == pa.decimal128(38, 0)
@@ -188,7 +188,7 @@ def test_an_incremental_export_into_an_empty_path_creates_the_table_and_types_it
 def test_kill_9_mid_incremental_import_then_rerun_converges_merged_once(s3, endpoint_url, spark, tmp_path):
     bucket = create_bucket(s3)
     path = tmp_path / "lake"
-    run_in_process(import_config(tmp_path, endpoint_url, full_export(s3, bucket, DYNAMODB_JSON), path, "full.yaml"), spark)
+    migrate_on_session(import_config(tmp_path, endpoint_url, full_export(s3, bucket, DYNAMODB_JSON), path, "full.yaml"), spark)
     first = incremental_export(s3, bucket, FIRST, DYNAMODB_JSON)
     config = import_config(tmp_path, endpoint_url, first, path, "first.yaml")
 
@@ -208,7 +208,7 @@ def test_kill_9_mid_incremental_import_then_rerun_converges_merged_once(s3, endp
 def test_an_incremental_export_with_other_keys_than_the_table_is_refused(s3, endpoint_url, spark, tmp_path):
     bucket = create_bucket(s3)
     path = tmp_path / "lake"
-    run_in_process(import_config(tmp_path, endpoint_url, full_export(s3, bucket, DYNAMODB_JSON), path, "full.yaml"), spark)
+    migrate_on_session(import_config(tmp_path, endpoint_url, full_export(s3, bucket, DYNAMODB_JSON), path, "full.yaml"), spark)
     other = incremental_export(s3, bucket, [[Change({"id": {"S": "a"}}, {"id": {"S": "a"}}, micros=1)]], DYNAMODB_JSON)
     description = {"attributeDefinitions": [{"name": "id", "type": "S"}], "keySchema": [{"name": "id", "type": "HASH"}]}
     commits_before = log_commits(path)
@@ -294,10 +294,10 @@ def staged_keys(s3, bucket: str, app_id: str, run: str) -> list[str]:
 
 def test_an_incremental_export_on_s3_is_staged_beside_the_table_and_merged_once(s3, endpoint_url, spark, tmp_path):
     bucket, uri, options = s3_lake(s3, endpoint_url)
-    run_in_process(s3_import_config(tmp_path, endpoint_url, full_export(s3, bucket, DYNAMODB_JSON), uri, "full.yaml"), spark)
+    migrate_on_session(s3_import_config(tmp_path, endpoint_url, full_export(s3, bucket, DYNAMODB_JSON), uri, "full.yaml"), spark)
     first = incremental_export(s3, bucket, FIRST, DYNAMODB_JSON)
 
-    summary = run_in_process(s3_import_config(tmp_path, endpoint_url, first, uri, "first.yaml"), spark)
+    summary = migrate_on_session(s3_import_config(tmp_path, endpoint_url, first, uri, "first.yaml"), spark)
 
     s3_converged(AFTER_FIRST, uri, options)
     assert (summary.puts, summary.deletes) == (3, 3)
@@ -318,7 +318,7 @@ def test_an_incremental_export_on_s3_is_staged_beside_the_table_and_merged_once(
 @pytest.mark.e2e
 def test_kill_9_between_staging_and_merge_on_s3_then_rerun_merges_only_its_own_rows(s3, endpoint_url, spark, tmp_path):
     bucket, uri, options = s3_lake(s3, endpoint_url)
-    run_in_process(s3_import_config(tmp_path, endpoint_url, full_export(s3, bucket, DYNAMODB_JSON), uri, "full.yaml"), spark)
+    migrate_on_session(s3_import_config(tmp_path, endpoint_url, full_export(s3, bucket, DYNAMODB_JSON), uri, "full.yaml"), spark)
     first = incremental_export(s3, bucket, FIRST, DYNAMODB_JSON)
 
     with FaultProxy(endpoint_url, fault_rate=0.0) as proxy:  # the rerun reaches the table as the killed run did

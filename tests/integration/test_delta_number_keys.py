@@ -23,7 +23,7 @@ from migrator.target.delta_number_keys import DECIDED, MARKER, PENDING, TYPING_A
 from migrator.target.delta_rows import DeltaLayout, RowCounts, record_batch
 from testsupport.delta_merges import InProcess, operation_of
 from testsupport.endpoint import put_items, side
-from testsupport.jobs import run_in_process, write_config
+from testsupport.jobs import migrate_on_session, write_config
 
 pytestmark = pytest.mark.integration
 
@@ -52,7 +52,7 @@ def copy(tmp_path: Path, endpoint_url: str, spark, source: str) -> Path:
         "target": {"type": "delta", "path": str(path)},
         "savepoints": {"path": str(tmp_path / "savepoints")},
     })  # fmt: skip
-    run_in_process(config, spark)
+    migrate_on_session(config, spark)
     return path
 
 

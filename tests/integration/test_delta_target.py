@@ -25,7 +25,7 @@ from migrator.target.delta_number_keys import TYPING_APP_ID
 from migrator.validate.compare import items_equal
 from testsupport.all_types import all_types_items
 from testsupport.endpoint import TEST_ACCESS_KEY, TEST_REGION, TEST_SECRET_KEY, put_items, reaching, scan_all, side
-from testsupport.jobs import assert_one_clear_line, run_in_process, run_job, start_job, write_config
+from testsupport.jobs import assert_one_clear_line, migrate_on_session, run_job, start_job, write_config
 from testsupport.resume import ITEMS, SEGMENTS, copied_segments, wait_for_segments
 from testsupport.export_imports import export_source
 from testsupport.s3_exports import (
@@ -103,7 +103,7 @@ def test_all_types_into_a_local_delta_table_exactly(dynamodb, endpoint_url, spar
                {"name": "s", "type": "string"}]  # fmt: skip
     config = delta_config(tmp_path, endpoint_url, all_types_table, str(path), columns=columns, partitionBy=["pk"])
 
-    summary = run_in_process(config, spark)
+    summary = migrate_on_session(config, spark)
 
     assert summary.written == summary.scanned == len(source_items)
     table = DeltaTable(str(path))
@@ -127,7 +127,7 @@ def test_all_types_into_the_emulator_s3_exactly(dynamodb, s3, endpoint_url, spar
     source_items = scan_all(dynamodb, all_types_table)
     config = delta_config(tmp_path, endpoint_url, all_types_table, f"s3://{bucket}/tables/orders")
 
-    summary = run_in_process(config, spark)
+    summary = migrate_on_session(config, spark)
 
     assert summary.written == len(source_items)
     table = DeltaTable(f"s3://{bucket}/tables/orders", storage_options=s3_options(endpoint_url))
@@ -144,11 +144,11 @@ def test_a_rerun_without_the_savepoint_finds_every_segment_committed(dynamodb, e
     """The worst crash: every segment committed, none saved. The segments' app ids keep the rerun from appending again."""
     path = tmp_path / "lake"
     config = delta_config(tmp_path, endpoint_url, all_types_table, str(path))
-    run_in_process(config, spark)
+    migrate_on_session(config, spark)
     for savepoint in (tmp_path / "savepoints").glob("savepoint_*.yaml"):
         savepoint.unlink()
 
-    summary = run_in_process(config, spark)
+    summary = migrate_on_session(config, spark)
 
     assert (summary.segments_found_committed, summary.scanned, summary.written) == (ALL_TYPES_SEGMENTS, 0, 0)
     assert len(local_commits(path)) == 1 + ALL_TYPES_SEGMENTS + TYPING_COMMITS  # nor typed again
@@ -342,7 +342,7 @@ def test_a_dry_run_of_an_import_into_delta_shows_where_it_resumes_and_writes_not
     assert "from the start: 2 of 2 data files to import" in fresh.stdout
     assert not path.exists()
 
-    run_in_process(config, spark)
+    migrate_on_session(config, spark)
     before = local_commits(path)
     again = run_job(config, args=("--dry-run",))
 
@@ -361,7 +361,7 @@ def test_a_full_export_into_delta_exactly_one_commit_per_file(s3, endpoint_url, 
     path = tmp_path / "lake"
     config = export_into_delta_config(tmp_path, endpoint_url, export, str(path))
 
-    summary = run_in_process(config, spark)
+    summary = migrate_on_session(config, spark)
 
     assert (summary.files_imported, summary.items_read) == (2, len(items))
     assert_exactly(items, table_items(DeltaTable(str(path))))
@@ -371,7 +371,7 @@ def test_a_full_export_into_delta_exactly_one_commit_per_file(s3, endpoint_url, 
 
     for savepoint in (tmp_path / "savepoints").glob("savepoint_*.yaml"):  # the worst crash: committed, not saved
         savepoint.unlink()
-    run_in_process(config, spark)
+    migrate_on_session(config, spark)
 
     assert len(local_commits(path)) == 1 + 2 + TYPING_COMMITS
     assert_exactly(items, table_items(DeltaTable(str(path))))

@@ -28,7 +28,7 @@ from testsupport.all_types import KEY_SCHEMA, all_types_items, assert_same_items
 from testsupport.endpoint import scan_all, side
 from testsupport.export_writes import ATTRIBUTES, SEGMENTS, check_export, export_target, import_config
 from testsupport.hdfs import hdfs_uri
-from testsupport.jobs import run_in_process, write_config
+from testsupport.jobs import migrate_on_session, write_config
 from testsupport.ports import closed_port
 from testsupport.s3_exports import DYNAMODB_JSON, create_bucket
 
@@ -73,7 +73,7 @@ def import_back(s3, tmp_path, endpoint_url, spark, objects: dict[str, bytes], su
     bucket = create_bucket(s3)
     for key, body in objects.items():
         s3.put_object(Bucket=bucket, Key=f"copied/{key}", Body=body)
-    run_in_process(import_config(tmp_path, endpoint_url, bucket, f"copied/{summary_key}", target), spark)
+    migrate_on_session(import_config(tmp_path, endpoint_url, bucket, f"copied/{summary_key}", target), spark)
 
 
 # ---- round trips ----
@@ -84,7 +84,7 @@ def test_export_to_hdfs_imports_back_exactly(hdfs_on_local_disk, s3, dynamodb, e
     local = tmp_path / "exports"
     source_items = scan_all(dynamodb, all_types_table)
 
-    summary = run_in_process(export_config(tmp_path, endpoint_url, all_types_table, hdfs_uri(local)), spark)
+    summary = migrate_on_session(export_config(tmp_path, endpoint_url, all_types_table, hdfs_uri(local)), spark)
 
     assert summary.written == summary.scanned == len(source_items) and summary.segments_copied == SEGMENTS
     objects = files_on_disk(local)
@@ -110,7 +110,7 @@ def test_a_segment_larger_than_a_piece_becomes_several_data_files(hdfs_on_local_
     monkeypatch.setattr(export_pieces, "PIECE_BYTES", 1)
     local = tmp_path / "exports"
 
-    summary = run_in_process(export_config(tmp_path, endpoint_url, source, hdfs_uri(local), segments=1), spark)
+    summary = migrate_on_session(export_config(tmp_path, endpoint_url, source, hdfs_uri(local), segments=1), spark)
 
     objects = files_on_disk(local)
     (summary_key,) = [k for k in objects if k.endswith("manifest-summary.json")]
@@ -137,12 +137,12 @@ def test_a_segment_larger_than_a_piece_becomes_several_data_files(hdfs_on_local_
 def test_a_second_export_to_the_same_hdfs_path_is_refused(hdfs_on_local_disk, endpoint_url, spark, all_types_table,
                                                           tmp_path):  # fmt: skip
     local = tmp_path / "exports"
-    run_in_process(export_config(tmp_path, endpoint_url, all_types_table, hdfs_uri(local)), spark)
+    migrate_on_session(export_config(tmp_path, endpoint_url, all_types_table, hdfs_uri(local)), spark)
     before = files_on_disk(local)
     (folder,) = {key.split("/")[1] for key in before}
 
     with pytest.raises(ExportExists) as refused:
-        run_in_process(export_config(tmp_path, endpoint_url, all_types_table, hdfs_uri(local), name="b.yaml"), spark)
+        migrate_on_session(export_config(tmp_path, endpoint_url, all_types_table, hdfs_uri(local), name="b.yaml"), spark)
 
     assert refused.value.exit_code == 2
     assert str(refused.value).startswith(f"target.path {hdfs_uri(local)}: already holds an export")
@@ -156,7 +156,7 @@ def test_an_hdfs_path_under_a_file_is_refused_before_anything_is_written(hdfs_on
     path = hdfs_uri(tmp_path / "a-file")
 
     with pytest.raises(ExportPathError) as refused:
-        run_in_process(export_config(tmp_path, endpoint_url, all_types_table, path), spark)
+        migrate_on_session(export_config(tmp_path, endpoint_url, all_types_table, path), spark)
 
     assert refused.value.exit_code == 2 and str(refused.value).startswith(f"target.path {path}: is a file")
     assert (tmp_path / "a-file").read_text() == "not a directory"
@@ -167,7 +167,7 @@ def test_an_unreachable_namenode_is_refused_naming_the_path(endpoint_url, spark,
     path = f"hdfs://127.0.0.1:{closed_port()}/exports"
 
     with pytest.raises(ExportPathError) as refused:
-        run_in_process(export_config(tmp_path, endpoint_url, all_types_table, path), spark)
+        migrate_on_session(export_config(tmp_path, endpoint_url, all_types_table, path), spark)
 
     message = str(refused.value)
     assert refused.value.exit_code == 2 and "\n" not in message

@@ -7,7 +7,7 @@ import pytest
 from testsupport.all_types import assert_same_items
 from testsupport.endpoint import put_items, scan_all, side
 from testsupport.faultproxy import FaultProxy
-from testsupport.jobs import run_in_process, run_job, write_config
+from testsupport.jobs import migrate_on_session, run_job, write_config
 from testsupport.sample_data import create_sample_table, make_items
 
 pytestmark = pytest.mark.integration
@@ -27,7 +27,7 @@ def test_copy_is_exact_under_injected_faults(dynamodb, endpoint_url, spark, tabl
                 "target": side(proxy.endpoint_url, target),
             },
         )
-        summary = run_in_process(config, spark)
+        summary = migrate_on_session(config, spark)
         injected = proxy.counts
 
     assert all(injected[kind] > 0 for kind in ("throughput", "throttling", "http500", "http503", "drop")), injected

@@ -22,7 +22,7 @@ from testsupport.endpoint import put_items, reaching, side
 from testsupport.export_imports import export_source
 from testsupport.export_writes import export_target
 from testsupport.iam import actions_of, granted, policy
-from testsupport.jobs import run_in_process, run_job, write_config
+from testsupport.jobs import migrate_on_session, run_job, write_config
 from testsupport.kinesis_runs import create_stream, run, until_converged, write_changes
 from testsupport.planted import plant
 from testsupport.s3_exports import DYNAMODB_JSON, Change, DataFileSpec, S3AccessLog, create_bucket, export_live_table
@@ -78,7 +78,7 @@ def test_snapshot_with_savepoints_in_s3(logs, dynamodb, s3, table_name, tmp_path
         "savepoints": s3_savepoints(logs["savepoints"], s3),
     })  # fmt: skip
 
-    assert run_in_process(config, spark).written == ITEMS
+    assert migrate_on_session(config, spark).written == ITEMS
 
     assert_matches(("table-source",), logs["source"])
     assert_matches(("table-target",), logs["target"], TARGET_CREATED_WITH_TTL)
@@ -124,7 +124,7 @@ def test_export_import(logs, dynamodb, s3, table_name, tmp_path, spark):
         "target": side(logs["target"].endpoint_url, target),
     })  # fmt: skip
 
-    assert run_in_process(config, spark).written == ITEMS
+    assert migrate_on_session(config, spark).written == ITEMS
 
     assert_matches(("export-import-source",), logs["source"])
     assert_matches(("table-target",), logs["target"], TARGET_CREATED)
@@ -160,7 +160,7 @@ def test_export_write(logs, dynamodb, s3, table_name, tmp_path, spark):
         "target": export_target(logs["target"].endpoint_url, f"s3://{bucket}/exports"),
     })  # fmt: skip
 
-    run_in_process(config, spark)
+    migrate_on_session(config, spark)
 
     assert_matches(("table-source",), logs["source"])
     assert_matches(("export-write-target",), logs["target"])

@@ -17,7 +17,7 @@ import yaml
 from migrator.errors import RecordedTargetMissing
 from testsupport.all_types import assert_same_items
 from testsupport.endpoint import put_items, scan_all, side, table_exists
-from testsupport.jobs import run_in_process, write_config
+from testsupport.jobs import migrate_on_session, write_config
 from testsupport.sample_data import create_sample_table, make_items
 
 pytestmark = pytest.mark.integration
@@ -51,7 +51,7 @@ def test_a_table_copied_in_two_parts(dynamodb, endpoint_url, table_name, tmp_pat
     assert not table_exists(dynamodb, target)
 
     with caplog.at_level(logging.INFO, logger="migrator"):
-        first = run_in_process(part_config(tmp_path, endpoint_url, source, target, [1, 2], "part-1.yaml"), spark)
+        first = migrate_on_session(part_config(tmp_path, endpoint_url, source, target, [1, 2], "part-1.yaml"), spark)
 
     assert first.segments_copied == 1 and first.segments_skipped == 2
     assert "skipping segments 1, 2 of 3 on request (skipSegments)" in caplog.text
@@ -60,7 +60,7 @@ def test_a_table_copied_in_two_parts(dynamodb, endpoint_url, table_name, tmp_pat
     recorded = the_savepoint(tmp_path)
     assert recorded["skipSegments"] == ["0-2"] and recorded["savepoint"]["copiedSegments"] == [0]
 
-    second = run_in_process(part_config(tmp_path, endpoint_url, source, target, [0], "part-2.yaml"), spark)
+    second = migrate_on_session(part_config(tmp_path, endpoint_url, source, target, [0], "part-2.yaml"), spark)
 
     assert second.segments_copied == 2
     assert_same_items(make_items(ITEMS), scan_all(dynamodb, target))
@@ -72,11 +72,11 @@ def test_segments_the_savepoint_recorded_still_need_their_target(dynamodb, endpo
     source, target = table_name("parts"), table_name("parts-copy")
     create_sample_table(dynamodb, source)
     put_items(dynamodb, source, make_items(ITEMS))
-    run_in_process(part_config(tmp_path, endpoint_url, source, target, [1, 2], "part-1.yaml"), spark)
+    migrate_on_session(part_config(tmp_path, endpoint_url, source, target, [1, 2], "part-1.yaml"), spark)
     dynamodb.delete_table(TableName=target)
 
     with pytest.raises(RecordedTargetMissing) as refused:
-        run_in_process(part_config(tmp_path, endpoint_url, source, target, [2], "part-2.yaml"), spark)
+        migrate_on_session(part_config(tmp_path, endpoint_url, source, target, [2], "part-2.yaml"), spark)
 
     assert "records 1 segment as copied" in str(refused.value)
     assert "delete the savepoint to copy everything again" in str(refused.value)

@@ -24,7 +24,7 @@ from testsupport.all_types import KEY_SCHEMA, all_types_items, assert_same_items
 from testsupport.endpoint import TEST_REGION, list_tables, put_items, scan_all, side
 from testsupport.export_imports import TABLE_DESCRIPTION, export_source, import_config
 from testsupport.faultproxy import FaultProxy
-from testsupport.jobs import assert_one_clear_line, drain, run_in_process, run_job, start_job, write_config
+from testsupport.jobs import assert_one_clear_line, drain, migrate_on_session, run_job, start_job, write_config
 from testsupport.s3_exports import (
     DYNAMODB_JSON,
     ION,
@@ -75,7 +75,7 @@ def test_full_export_with_every_type_is_imported_exactly(output_format, s3, dyna
     export = write_export(s3, create_bucket(s3), files, output_format=output_format)
     target = table_name("imported")
 
-    summary = run_in_process(import_config(tmp_path, endpoint_url, export, target), spark)
+    summary = migrate_on_session(import_config(tmp_path, endpoint_url, export, target), spark)
 
     assert_imported(items, dynamodb, target)
     assert (summary.files_imported, summary.files_total) == (4, 4)
@@ -99,7 +99,7 @@ def test_renames_and_provisioned_billing_from_the_table_description(s3, dynamodb
         "renames": [{"from": "pk", "to": "id"}, {"from": "v", "to": "value"}],
     })  # fmt: skip
 
-    run_in_process(config, spark)
+    migrate_on_session(config, spark)
 
     expected = [{"id": i["pk"], "sk": i["sk"], "value": i["v"]} for i in items]
     assert_imported(expected, dynamodb, target, key_names=("id", "sk"))
@@ -151,7 +151,7 @@ def test_incremental_export_applies_the_newest_write_per_key_across_files(output
     files = [DataFileSpec(incremental_lines(changes, output_format)) for changes in (file_1, file_2, file_3)]
     export = write_export(s3, create_bucket(s3), files, output_format=output_format, incremental=True)
 
-    summary = run_in_process(import_config(tmp_path, endpoint_url, export, target), spark)
+    summary = migrate_on_session(import_config(tmp_path, endpoint_url, export, target), spark)
 
     expected = [image("kept", 1, "untouched"), image("updated", 1, "newest"),
                 image("deleted-then-put", 1, "reborn"), image("inserted", 1, "second")]  # fmt: skip
@@ -160,7 +160,7 @@ def test_incremental_export_applies_the_newest_write_per_key_across_files(output
     assert (summary.puts, summary.deletes) == (3, 3)
     assert savepoint_files(tmp_path) == set(export.data_keys)
 
-    again = run_in_process(import_config(tmp_path, endpoint_url, export, target, name="again.yaml"), spark)
+    again = migrate_on_session(import_config(tmp_path, endpoint_url, export, target, name="again.yaml"), spark)
     assert (again.files_resumed, again.files_imported, again.puts) == (3, 0, 0)
 
 
@@ -173,7 +173,7 @@ def test_a_damaged_file_of_an_incremental_export_writes_nothing(s3, dynamodb, en
     export = write_export(s3, create_bucket(s3), [good, damaged], incremental=True)
 
     with pytest.raises(ExportFileError) as failed:
-        run_in_process(import_config(tmp_path, endpoint_url, export, target), spark)
+        migrate_on_session(import_config(tmp_path, endpoint_url, export, target), spark)
 
     assert failed.value.file_key == export.data_keys[1]
     assert "its MD5 is" in str(failed.value)
@@ -209,7 +209,7 @@ def test_item_count_mismatch_fails_the_job(s3, dynamodb, endpoint_url, spark, ta
     export = write_export(s3, create_bucket(s3), files)
 
     with pytest.raises(ExportFileError) as failed:
-        run_in_process(import_config(tmp_path, endpoint_url, export, table_name("count")), spark)
+        migrate_on_session(import_config(tmp_path, endpoint_url, export, table_name("count")), spark)
 
     assert failed.value.file_key == export.data_keys[1]
     assert "it holds 2 items but its manifest line says 3" in str(failed.value)
@@ -224,7 +224,7 @@ def test_missing_data_file_is_refused_before_anything_is_written(s3, dynamodb, e
     target = table_name("missing-file")
 
     with pytest.raises(ExportIncomplete) as refused:
-        run_in_process(import_config(tmp_path, endpoint_url, export, target), spark)
+        migrate_on_session(import_config(tmp_path, endpoint_url, export, target), spark)
 
     assert refused.value.exit_code == 2
     assert export.data_keys[1] in str(refused.value) and "1 of the 3 data files" in str(refused.value)
@@ -264,7 +264,7 @@ def test_summary_without_export_time_is_imported_with_a_warning(s3, dynamodb, en
     target = table_name("no-export-time")
 
     with caplog.at_level(logging.WARNING, logger="migrator"):
-        run_in_process(import_config(tmp_path, endpoint_url, export, target), spark)
+        migrate_on_session(import_config(tmp_path, endpoint_url, export, target), spark)
 
     assert_imported(items, dynamodb, target)
     assert "has no exportTime" in caplog.text and "startTime 2024-05-01T10:00:05" in caplog.text
@@ -291,7 +291,7 @@ def test_key_schema_indexes_billing_and_ttl_come_from_the_stream_source(s3, dyna
     export = write_export(s3, create_bucket(s3), [DataFileSpec(full_lines(items, DYNAMODB_JSON))], table=live)
     stream_source = side(endpoint_url, live)
 
-    run_in_process(import_config(tmp_path, endpoint_url, export, target, streamSource=stream_source), spark)
+    migrate_on_session(import_config(tmp_path, endpoint_url, export, target, streamSource=stream_source), spark)
 
     assert_imported(items, dynamodb, target)
     created = dynamodb.describe_table(TableName=target)["Table"]
@@ -310,7 +310,7 @@ def test_a_stream_source_that_does_not_exist_is_refused(s3, dynamodb, endpoint_u
                            streamSource=side(endpoint_url, "no-such-live-table"))  # fmt: skip
 
     with pytest.raises(ConfigError) as refused:
-        run_in_process(config, spark)
+        migrate_on_session(config, spark)
 
     assert refused.value.key_path == "source.streamSource.table"
     assert "'no-such-live-table' does not exist" in str(refused.value)
@@ -328,7 +328,7 @@ def test_an_existing_target_with_other_keys_is_refused(s3, dynamodb, endpoint_ur
     )  # fmt: skip
 
     with pytest.raises(TargetSchemaMismatch):
-        run_in_process(import_config(tmp_path, endpoint_url, export, target), spark)
+        migrate_on_session(import_config(tmp_path, endpoint_url, export, target), spark)
 
     assert scan_all(dynamodb, target) == []
 
@@ -348,7 +348,7 @@ def test_rerun_after_a_failed_file_reads_only_the_files_not_yet_imported(s3, dyn
     first = import_config(tmp_path, endpoint_url, export, target, maxMapTasks=1)
 
     with pytest.raises(ExportFileError) as failed:
-        run_in_process(first, spark)
+        migrate_on_session(first, spark)
 
     assert failed.value.file_key == export.data_keys[-1]
     assert savepoint_files(tmp_path) == set(export.data_keys[:-1])
@@ -359,7 +359,7 @@ def test_rerun_after_a_failed_file_reads_only_the_files_not_yet_imported(s3, dyn
             "source": export_source(log.endpoint_url, export.bucket, export.summary_key, maxMapTasks=1),
             "target": side(endpoint_url, target),
         }, name="rerun.yaml")  # fmt: skip
-        summary = run_in_process(rerun, spark)
+        summary = migrate_on_session(rerun, spark)
         fetched = log.reads_of(export.bucket)
 
     assert [k for k in fetched if "/data/" in k] == [export.data_keys[-1]]
@@ -425,7 +425,7 @@ def test_kill_9_mid_import_then_rerun_reads_only_the_unfinished_files(s3, dynamo
 
     with S3AccessLog(endpoint_url) as log:
         document["source"] = export_source(log.endpoint_url, export.bucket, export.summary_key)
-        summary = run_in_process(write_config(tmp_path, document, name="rerun.yaml"), spark)
+        summary = migrate_on_session(write_config(tmp_path, document, name="rerun.yaml"), spark)
         fetched = [k for k in log.reads_of(export.bucket) if "/data/" in k]
 
     assert not recorded & set(fetched), f"recorded files read again: {sorted(recorded & set(fetched))}"
@@ -444,7 +444,7 @@ def test_a_savepoint_of_another_export_is_refused(s3, dynamodb, endpoint_url, sp
     })  # fmt: skip
 
     with pytest.raises(SavepointError) as refused:
-        run_in_process(config, spark)
+        migrate_on_session(config, spark)
 
     assert "does not, e.g. exports/AWSDynamoDB/another/data/file.json.gz" in str(refused.value)
     assert target not in list_tables(dynamodb)
@@ -462,7 +462,7 @@ def test_manifest_that_does_not_exist_is_refused(s3, dynamodb, endpoint_url, spa
     })  # fmt: skip
 
     with pytest.raises(ExportNotFound) as refused:
-        run_in_process(config, spark)
+        migrate_on_session(config, spark)
 
     assert refused.value.exit_code == 2
     assert f"s3://{bucket}/AWSDynamoDB/0123-abc/manifest-summary.json: no such object" in str(refused.value)

@@ -23,7 +23,7 @@ from testsupport.all_types import KEY_SCHEMA, all_types_items, assert_same_items
 from testsupport.endpoint import TEST_ACCESS_KEY, TEST_REGION, TEST_SECRET_KEY, list_tables, scan_all, side
 from testsupport.export_writes import ATTRIBUTES, SEGMENTS, check_export, export_target, import_config
 from testsupport.faultproxy import FaultProxy
-from testsupport.jobs import assert_one_clear_line, run_in_process, run_job, write_config
+from testsupport.jobs import assert_one_clear_line, migrate_on_session, run_job, write_config
 from testsupport.s3_exports import DYNAMODB_JSON, DataFileSpec, create_bucket, full_lines, write_export
 
 pytestmark = pytest.mark.integration
@@ -65,7 +65,7 @@ def test_export_to_a_local_path_imports_back_exactly(s3, dynamodb, endpoint_url,
     local = tmp_path / "exports"
     source_items = scan_all(dynamodb, all_types_table)
 
-    summary = run_in_process(export_config(tmp_path, endpoint_url, all_types_table, str(local)), spark)
+    summary = migrate_on_session(export_config(tmp_path, endpoint_url, all_types_table, str(local)), spark)
 
     assert summary.written == summary.scanned == len(source_items) and summary.segments_copied == SEGMENTS
     objects = local_objects(local)
@@ -79,7 +79,7 @@ def test_export_to_a_local_path_imports_back_exactly(s3, dynamodb, endpoint_url,
     for key, body in objects.items():  # the copy lives under another prefix: keys are relocated on import
         s3.put_object(Bucket=bucket, Key=f"copied/{key}", Body=body)
     target = table_name("from-local-export")
-    run_in_process(import_config(tmp_path, endpoint_url, bucket, f"copied/{summary_key}", target), spark)
+    migrate_on_session(import_config(tmp_path, endpoint_url, bucket, f"copied/{summary_key}", target), spark)
 
     assert_same_items(source_items, scan_all(dynamodb, target))
     assert dynamodb.describe_table(TableName=target)["Table"]["KeySchema"] == KEY_SCHEMA
@@ -89,7 +89,7 @@ def test_export_to_s3_imports_back_exactly(s3, dynamodb, endpoint_url, spark, al
     bucket = create_bucket(s3)
     source_items = scan_all(dynamodb, all_types_table)
 
-    run_in_process(export_config(tmp_path, endpoint_url, all_types_table, f"s3://{bucket}/nightly/orders/"), spark)
+    migrate_on_session(export_config(tmp_path, endpoint_url, all_types_table, f"s3://{bucket}/nightly/orders/"), spark)
 
     objects = s3_objects(s3, bucket)
     summary_key, document = check_export(objects, "nightly/orders/", len(source_items))
@@ -98,7 +98,7 @@ def test_export_to_s3_imports_back_exactly(s3, dynamodb, endpoint_url, spark, al
         assert line.etag == s3.head_object(Bucket=bucket, Key=line.data_file_s3_key)["ETag"].strip('"')
 
     target = table_name("from-s3-export")
-    run_in_process(import_config(tmp_path, endpoint_url, bucket, summary_key, target), spark)
+    migrate_on_session(import_config(tmp_path, endpoint_url, bucket, summary_key, target), spark)
 
     assert_same_items(source_items, scan_all(dynamodb, target))
 
@@ -115,7 +115,7 @@ def test_renames_reach_the_items_and_the_key_schema(s3, dynamodb, endpoint_url, 
         "renames": [{"from": "pk", "to": "id"}, {"from": "v", "to": "value"}],
     })  # fmt: skip
 
-    run_in_process(config, spark)
+    migrate_on_session(config, spark)
 
     objects = s3_objects(s3, bucket)
     (summary_key,) = [k for k in objects if k.endswith("manifest-summary.json")]
@@ -124,7 +124,7 @@ def test_renames_reach_the_items_and_the_key_schema(s3, dynamodb, endpoint_url, 
     assert described["KeySchema"][0] == {"AttributeName": "id", "KeyType": "HASH"}
     assert described["ProvisionedThroughput"] == {"ReadCapacityUnits": 5, "WriteCapacityUnits": 6}
     target = table_name("renamed-import")
-    run_in_process(import_config(tmp_path, endpoint_url, bucket, summary_key, target), spark)
+    migrate_on_session(import_config(tmp_path, endpoint_url, bucket, summary_key, target), spark)
     imported = scan_all(dynamodb, target)
     assert len(imported) == 20 and all(set(item) == {"id", "sk", "value"} for item in imported)
 
@@ -154,7 +154,7 @@ def test_an_existing_export_in_s3_is_refused(s3, endpoint_url, spark, all_types_
     before = s3_objects(s3, bucket)
 
     with pytest.raises(ExportExists) as refused:
-        run_in_process(export_config(tmp_path, endpoint_url, all_types_table, f"s3a://{bucket}/daily"), spark)
+        migrate_on_session(export_config(tmp_path, endpoint_url, all_types_table, f"s3a://{bucket}/daily"), spark)
 
     assert refused.value.exit_code == 2
     assert f"s3://{bucket}/{aws_export.folder}" in str(refused.value)
@@ -172,7 +172,7 @@ def test_a_failed_export_is_left_unfinished_and_a_rerun_refuses_it(s3, endpoint_
             "target": export_target(proxy.endpoint_url, f"s3://{bucket}/x"),
         })  # fmt: skip
         with pytest.raises(ExportUnfinished) as failed:
-            run_in_process(config, spark)
+            migrate_on_session(config, spark)
 
     message = str(failed.value)
     (started,) = s3_objects(s3, bucket)
@@ -182,7 +182,7 @@ def test_a_failed_export_is_left_unfinished_and_a_rerun_refuses_it(s3, endpoint_
     assert failed.value.exit_code == 1
 
     with pytest.raises(ExportExists) as refused:
-        run_in_process(export_config(tmp_path, endpoint_url, all_types_table, f"s3://{bucket}/x", name="b.yaml"), spark)
+        migrate_on_session(export_config(tmp_path, endpoint_url, all_types_table, f"s3://{bucket}/x", name="b.yaml"), spark)
     assert "already holds an unfinished export" in str(refused.value)
     assert f"delete s3://{bucket}/{folder}" in str(refused.value)
 
@@ -193,7 +193,7 @@ def test_an_unfinished_local_export_is_refused(endpoint_url, spark, all_types_ta
     (unfinished / "_started").write_bytes(b"")
 
     with pytest.raises(ExportExists) as refused:
-        run_in_process(export_config(tmp_path, endpoint_url, all_types_table, str(tmp_path / "exports")), spark)
+        migrate_on_session(export_config(tmp_path, endpoint_url, all_types_table, str(tmp_path / "exports")), spark)
 
     assert "unfinished export (a run that stopped before its manifest-summary.json)" in str(refused.value)
     assert f"delete {unfinished}/" in str(refused.value)
@@ -210,7 +210,7 @@ def test_a_path_that_cannot_take_an_export_is_refused_before_anything_is_written
         path, reason = str(tmp_path / "a-file" / "exports"), "is a file, not a directory"
 
     with pytest.raises(ExportPathError) as refused:
-        run_in_process(export_config(tmp_path, endpoint_url, all_types_table, path), spark)
+        migrate_on_session(export_config(tmp_path, endpoint_url, all_types_table, path), spark)
 
     assert refused.value.exit_code == 2 and reason in str(refused.value)
     assert str(refused.value).startswith("target.path ")
@@ -226,7 +226,7 @@ def test_an_export_without_keys_anywhere_is_refused_naming_both_keys(s3, dynamod
     target = table_name("no-keys")
 
     with pytest.raises(ConfigError) as refused:
-        run_in_process(import_config(tmp_path, endpoint_url, export.bucket, export.summary_key, target), spark)
+        migrate_on_session(import_config(tmp_path, endpoint_url, export.bucket, export.summary_key, target), spark)
 
     assert refused.value.key_path == "source" and refused.value.exit_code == 2
     for text in ("does not record which attributes are the table's keys", "no tableCreationParameters",

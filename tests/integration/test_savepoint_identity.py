@@ -16,7 +16,7 @@ import yaml
 from migrator.errors import RecordedTargetReplaced
 from testsupport.all_types import assert_same_items
 from testsupport.endpoint import TEST_ACCESS_KEY, TEST_SECRET_KEY, put_items, scan_all, side
-from testsupport.jobs import assert_one_clear_line, run_in_process, run_job, write_config
+from testsupport.jobs import assert_one_clear_line, migrate_on_session, run_job, write_config
 from testsupport.sample_data import create_sample_table, make_items
 
 pytestmark = pytest.mark.integration
@@ -55,9 +55,9 @@ def test_the_same_table_names_into_another_region_are_copied_again(dynamodb, end
     create_sample_table(dynamodb, source)
     put_items(dynamodb, source, make_items(ITEMS))
 
-    run_in_process(copy_config(tmp_path, endpoint_url, source, target, "eu-west-1", "eu.yaml"), spark)
+    migrate_on_session(copy_config(tmp_path, endpoint_url, source, target, "eu-west-1", "eu.yaml"), spark)
     create_sample_table(regional_client(endpoint_url, "ap-south-1"), target)  # made ready by the user's infrastructure
-    summary = run_in_process(copy_config(tmp_path, endpoint_url, source, target, "ap-south-1", "ap.yaml"), spark)
+    summary = migrate_on_session(copy_config(tmp_path, endpoint_url, source, target, "ap-south-1", "ap.yaml"), spark)
 
     assert summary.segments_resumed == 0
     assert_same_items(make_items(ITEMS), scan_all(regional_client(endpoint_url, "ap-south-1"), target))
@@ -73,12 +73,12 @@ def test_a_target_dropped_and_recreated_empty_is_refused(dynamodb, endpoint_url,
     create_sample_table(dynamodb, source)
     put_items(dynamodb, source, make_items(ITEMS))
     config = copy_config(tmp_path, endpoint_url, source, target, "us-east-1", "config.yaml")
-    run_in_process(config, spark)
+    migrate_on_session(config, spark)
     dynamodb.delete_table(TableName=target)
     create_sample_table(dynamodb, target)  # the same name and keys, empty
 
     with pytest.raises(RecordedTargetReplaced) as refused:
-        run_in_process(config, spark)
+        migrate_on_session(config, spark)
 
     message = str(refused.value)
     assert f"records {SEGMENTS} segments as copied" in message
@@ -96,13 +96,13 @@ def test_deleting_the_savepoint_copies_into_the_recreated_target(dynamodb, endpo
     create_sample_table(dynamodb, source)
     put_items(dynamodb, source, make_items(ITEMS))
     config = copy_config(tmp_path, endpoint_url, source, target, "us-east-1", "config.yaml")
-    run_in_process(config, spark)
+    migrate_on_session(config, spark)
     dynamodb.delete_table(TableName=target)
     create_sample_table(dynamodb, target)
     for savepoint in (tmp_path / "savepoints").glob("savepoint_*.yaml"):
         savepoint.unlink()
 
-    summary = run_in_process(config, spark)
+    summary = migrate_on_session(config, spark)
 
     assert summary.segments_copied == SEGMENTS
     assert_same_items(make_items(ITEMS), scan_all(dynamodb, target))

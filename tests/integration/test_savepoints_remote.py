@@ -30,7 +30,7 @@ from testsupport.endpoint import (
 )
 from testsupport.faultproxy import FaultProxy
 from testsupport.hdfs import hdfs_uri
-from testsupport.jobs import REPO, run_in_process, run_job, start_job, write_config
+from testsupport.jobs import REPO, migrate_on_session, run_job, start_job, write_config
 from testsupport.resume import ITEMS, SEGMENTS, scanned_segments
 from testsupport.s3_exports import create_bucket
 from testsupport.sample_data import create_sample_table, make_items
@@ -147,8 +147,8 @@ def test_savepoints_on_a_hadoop_filesystem(dynamodb, endpoint_url, table_name, t
         "savepoints": {"path": hdfs_uri(folder)},
     })  # fmt: skip
 
-    first = run_in_process(config, spark)
-    again = run_in_process(config, spark)
+    first = migrate_on_session(config, spark)
+    again = migrate_on_session(config, spark)
 
     assert first.segments_copied == 4
     assert again.segments_resumed == 4 and again.segments_copied == 0

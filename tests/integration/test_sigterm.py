@@ -27,7 +27,7 @@ from testsupport.all_types import assert_same_items, by_key
 from testsupport.endpoint import put_items, scan_all, side
 from testsupport.faultproxy import FaultProxy
 from testsupport.kinesis_runs import create_stream, run as run_kinesis, until_converged as until_kinesis_converged
-from testsupport.jobs import REPO, drain, job_env, run_in_process, start_job, wait_for_output, write_config
+from testsupport.jobs import REPO, drain, job_env, migrate_on_session, start_job, wait_for_output, write_config
 from testsupport.replication import Changes, until_converged, wait_until_converged
 from testsupport.resume import ITEMS, SEGMENTS, copied_segments, scanned_segments, wait_for_segments
 from testsupport.sample_data import create_sample_table, make_items
@@ -76,7 +76,7 @@ def test_sigterm_mid_snapshot_keeps_the_savepoint_prints_the_summary_and_exits_1
     assert 2 <= len(done_before) < SEGMENTS, output
 
     first_run_requests = len(proxy.recorded)
-    rerun = run_in_process(config(proxy.endpoint_url, "rerun.yaml"), spark)
+    rerun = migrate_on_session(config(proxy.endpoint_url, "rerun.yaml"), spark)
     scanned = scanned_segments(proxy, since=first_run_requests)
     assert scanned == set(range(SEGMENTS)) - done_before
     assert rerun.segments_resumed == len(done_before)

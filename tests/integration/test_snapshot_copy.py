@@ -10,7 +10,7 @@ from migrator.errors import TargetSchemaMismatch
 from migrator.items import rename_attributes
 from testsupport.all_types import KEY_SCHEMA, all_types_items, assert_same_items
 from testsupport.endpoint import put_items, scan_all, side, table_exists
-from testsupport.jobs import run_in_process, run_job, write_config
+from testsupport.jobs import migrate_on_session, run_job, write_config
 from testsupport.s3_exports import S3AccessLog
 from testsupport.sample_data import create_sample_table, make_items
 
@@ -67,7 +67,7 @@ def test_all_types_copied_exactly_with_indexes(dynamodb, endpoint_url, spark, ta
         dynamodb.put_item(TableName=source, Item=item)
     config = write_config(tmp_path, {"source": side(endpoint_url, source), "target": side(endpoint_url, target)})
 
-    summary = run_in_process(config, spark)
+    summary = migrate_on_session(config, spark)
 
     assert summary.written == summary.scanned == len(items)
     assert_same_items(items, scan_all(dynamodb, target))
@@ -98,7 +98,7 @@ def test_renames_apply_to_items_keys_and_indexes(dynamodb, endpoint_url, spark, 
         },
     )
 
-    run_in_process(config, spark)
+    migrate_on_session(config, spark)
 
     expected = [rename_attributes(item, renames) for item in items]
     assert_same_items(expected, scan_all(dynamodb, target), key_names=("id", "sk"))
@@ -122,7 +122,7 @@ def test_existing_target_with_other_keys_is_refused(dynamodb, endpoint_url, spar
     config = write_config(tmp_path, {"source": side(endpoint_url, source), "target": side(endpoint_url, target)})
 
     with pytest.raises(TargetSchemaMismatch) as refused:
-        run_in_process(config, spark)
+        migrate_on_session(config, spark)
 
     assert "pk (S, HASH), sk (N, RANGE)" in str(refused.value)
     assert "nothing was written" in str(refused.value)
@@ -140,7 +140,7 @@ def test_existing_matching_target_is_used_as_is(dynamodb, endpoint_url, spark, t
     dynamodb.put_item(TableName=target, Item=extra)
     config = write_config(tmp_path, {"source": side(endpoint_url, source), "target": side(endpoint_url, target)})
 
-    run_in_process(config, spark)
+    migrate_on_session(config, spark)
 
     assert_same_items(items + [extra], scan_all(dynamodb, target))
 
@@ -160,7 +160,7 @@ def test_expired_items_skipped_and_counted_others_kept(dynamodb, endpoint_url, s
     put_items(dynamodb, source, expired + live)
     config = write_config(tmp_path, {"source": side(endpoint_url, source), "target": side(endpoint_url, target)})
 
-    summary = run_in_process(config, spark)
+    summary = migrate_on_session(config, spark)
 
     assert summary.skipped_expired == 7
     assert summary.written == len(live)
@@ -177,7 +177,7 @@ def test_expired_items_skipped_and_counted_others_kept(dynamodb, endpoint_url, s
         },
         name="all.yaml",
     )
-    summary = run_in_process(copy_all, spark)
+    summary = migrate_on_session(copy_all, spark)
     assert summary.skipped_expired == 0
     assert_same_items(expired + live, scan_all(dynamodb, target_all))
 
@@ -195,7 +195,7 @@ def test_target_ttl_is_enabled_on_the_renamed_attribute_and_not_with_skip_ttl_de
         {"source": side(endpoint_url, source), "target": side(endpoint_url, renamed), "renames": renames},
     )
 
-    run_in_process(config, spark)
+    migrate_on_session(config, spark)
 
     ttl = dynamodb.describe_time_to_live(TableName=renamed)["TimeToLiveDescription"]
     assert (ttl["TimeToLiveStatus"], ttl.get("AttributeName")) == ("ENABLED", "expiresAt")
@@ -210,7 +210,7 @@ def test_target_ttl_is_enabled_on_the_renamed_attribute_and_not_with_skip_ttl_de
         },
         name="kept.yaml",
     )
-    run_in_process(keep, spark)
+    migrate_on_session(keep, spark)
 
     ttl = dynamodb.describe_time_to_live(TableName=kept)["TimeToLiveDescription"]
     assert ttl["TimeToLiveStatus"] == "DISABLED", "the target would delete the items skipTtlDeletions keeps"
@@ -230,7 +230,7 @@ def test_billing_mode_override_copies_capacity_rules(dynamodb, endpoint_url, spa
         {"source": side(endpoint_url, source), "target": side(endpoint_url, target, billingMode="PAY_PER_REQUEST")},
     )
 
-    run_in_process(config, spark)
+    migrate_on_session(config, spark)
 
     created = dynamodb.describe_table(TableName=target)["Table"]
     assert created["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
@@ -247,7 +247,7 @@ def test_provisioned_source_gives_provisioned_target(dynamodb, endpoint_url, spa
     )
     config = write_config(tmp_path, {"source": side(endpoint_url, source), "target": side(endpoint_url, target)})
 
-    run_in_process(config, spark)
+    migrate_on_session(config, spark)
 
     created = dynamodb.describe_table(TableName=target)["Table"]
     assert created["ProvisionedThroughput"]["ReadCapacityUnits"] == 50_000
@@ -264,7 +264,7 @@ def test_fifty_thousand_items_in_sixteen_segments(dynamodb, endpoint_url, spark,
         {"source": side(endpoint_url, source, scanSegments=16), "target": side(endpoint_url, target)},
     )
 
-    summary = run_in_process(config, spark)
+    summary = migrate_on_session(config, spark)
 
     assert summary.segments_total == 16 and summary.segments_copied == 16
     assert summary.scanned == summary.written == 50_000
@@ -313,7 +313,7 @@ def test_write_rate_is_held_to_the_planned_share(dynamodb, endpoint_url, spark, 
         },
     )
 
-    summary = run_in_process(config, spark)
+    summary = migrate_on_session(config, spark)
 
     assert summary.written == 200
     assert summary.seconds >= 2.5 - 0.1

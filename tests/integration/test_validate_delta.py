@@ -26,7 +26,7 @@ from migrator.target.delta_rows import item_json
 from testsupport.all_types import ATTRIBUTES, KEY_SCHEMA, all_types_items
 from testsupport.endpoint import TEST_ACCESS_KEY, TEST_REGION, TEST_SECRET_KEY, put_items, reaching, scan_all, side
 from testsupport.export_imports import export_source
-from testsupport.jobs import assert_one_clear_line, run_in_process, run_job, start_job, write_config
+from testsupport.jobs import assert_one_clear_line, migrate_on_session, run_job, start_job, write_config
 from testsupport.resume import validation_units, wait_for_validation_units
 from testsupport.s3_exports import DYNAMODB_JSON, DataFileSpec, create_bucket, full_lines, write_export
 
@@ -98,7 +98,7 @@ def test_a_local_delta_copy_is_equal_then_planted_differences_are_reported_exact
 ):
     path = tmp_path / "lake" / "orders"
     config = delta_config(tmp_path, endpoint_url, source_table, str(path), "local")
-    run_in_process(config, spark)
+    migrate_on_session(config, spark)
     items = scan_all(dynamodb, source_table)
 
     code, report, stdout = validate(config, tmp_path, spark_submit=True)
@@ -131,7 +131,7 @@ def test_a_delta_copy_on_the_emulator_s3_is_equal_and_a_planted_row_reported(
     bucket = create_bucket(s3)
     uri = f"s3://{bucket}/tables/orders"
     config = delta_config(tmp_path, endpoint_url, source_table, uri, "s3")
-    run_in_process(config, spark)
+    migrate_on_session(config, spark)
     items = scan_all(dynamodb, source_table)
 
     code, report, stdout = validate(config, tmp_path)
@@ -161,7 +161,7 @@ def test_an_export_imported_into_delta_validates_equal_then_planted_rows_are_rep
     path = tmp_path / "imported"
     source = export_source(endpoint_url, export.bucket, export.summary_key)
     config = delta_config(tmp_path, endpoint_url, source, str(path), "import")
-    run_in_process(config, spark)
+    migrate_on_session(config, spark)
 
     code, report, stdout = validate(config, tmp_path)
 
@@ -203,7 +203,7 @@ def test_kill_9_mid_read_then_the_rerun_resumes_on_the_version_it_pinned(dynamod
     put_items(dynamodb, source, items)
     path = tmp_path / "lake"
     segments = 6
-    run_in_process(write_config(tmp_path, {
+    migrate_on_session(write_config(tmp_path, {
         "source": side(endpoint_url, source, scanSegments=segments),
         "target": {"type": "delta", "path": str(path)},
     }, name="copy.yaml"), spark)  # fmt: skip
@@ -263,7 +263,7 @@ def test_differences_fixed_before_the_recheck_are_not_reported_a_lasting_one_is(
     """As beside a running replication: the missing row and the extra row are set right in the table after the
     scans read it, before the recheck reads those keys again at the table's newest version."""
     path = tmp_path / "lake"
-    run_in_process(delta_config(tmp_path, endpoint_url, source_table, str(path), "copy"), spark)
+    migrate_on_session(delta_config(tmp_path, endpoint_url, source_table, str(path), "copy"), spark)
     items = scan_all(dynamodb, source_table)
     missing, different, extra = plant(str(path), None, items)
     config = delta_config(tmp_path, endpoint_url, source_table, str(path), "recheck", recheckSeconds=5)
@@ -294,7 +294,7 @@ def test_planted_rows_are_repaired_with_the_sources_items_and_a_second_validatio
         uri, options = f"s3://{create_bucket(s3)}/tables/orders", s3_options(endpoint_url)
     else:
         uri, options = str(tmp_path / "lake"), None
-    run_in_process(delta_config(tmp_path, endpoint_url, source_table, uri, "copy"), spark)
+    migrate_on_session(delta_config(tmp_path, endpoint_url, source_table, uri, "copy"), spark)
     items = scan_all(dynamodb, source_table)
     plant(uri, options, items)
     versions_before = DeltaTable(uri, storage_options=options).version()
@@ -330,7 +330,7 @@ def test_kill_9_mid_repair_then_the_rerun_converges_with_no_row_twice(dynamodb, 
     items = [{"pk": {"S": f"k-{n:03}"}, "sk": {"N": str(n)}, "v": {"N": f"{n}.5"}} for n in range(30)]
     put_items(dynamodb, source, items)
     path = tmp_path / "lake"
-    run_in_process(delta_config(tmp_path, endpoint_url, source, str(path), "copy"), spark)
+    migrate_on_session(delta_config(tmp_path, endpoint_url, source, str(path), "copy"), spark)
     table = DeltaTable(str(path))
     table.delete("pk >= 'k-010' AND pk < 'k-022'")  # 12 rows gone, in every bucket
     before = DeltaTable(str(path)).version()
