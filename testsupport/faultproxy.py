@@ -137,6 +137,8 @@ class FaultProxy(LoopbackService):
         self._record = record
         self._clock = clock
         self._recorded: list[tuple] = []
+        self._handling = 0  # requests received and not yet answered
+        self._idle = threading.Condition(self._lock)
         self._hold_operation: str | None = None
         self._hold_containing: bytes | None = None
         self._hold_methods: tuple[str, ...] = ()
@@ -172,6 +174,18 @@ class FaultProxy(LoopbackService):
                 record += (arrived, self.now())
             with self._lock:
                 self._recorded.append(record)
+
+    def wait_until_idle(self, timeout: float = 60.0) -> None:
+        """Until no request is being handled: a killed job's request still on its way upstream is recorded
+        when its answer comes back, so a test reads what a later run asked for only after this."""
+        with self._idle:
+            if not self._idle.wait_for(lambda: self._handling == 0, timeout):
+                raise AssertionError(f"the proxy still handles {self._handling} requests after {timeout} s")
+
+    def handling(self, change: int) -> None:
+        with self._idle:
+            self._handling += change
+            self._idle.notify_all()
 
     def hold_next(self, operation: str, containing: bytes | None = None) -> threading.Event:
         """Park the next request of `operation` (see the module doc); the event is set once one is parked."""
@@ -276,6 +290,13 @@ class _Handler(KeepAliveHandler):
 
     def handle_request(self) -> None:
         proxy = self.server.service
+        proxy.handling(+1)
+        try:
+            self._relay(proxy)
+        finally:
+            proxy.handling(-1)
+
+    def _relay(self, proxy: "FaultProxy") -> None:
         arrived = proxy.now()
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         if proxy.park_if_held(self.headers.get("X-Amz-Target"), body, self.command, self.path):

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -34,7 +35,7 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def planted(dynamodb, endpoint_url):
     """One planted pair for the module: (source, target, the live source items as the target names them)."""
-    stamp = str(NOW)[-6:]
+    stamp = uuid.uuid4().hex[:8]  # a worker may set the module up again after another module's tests
     source, target = f"val-src-{stamp}", f"val-dst-{stamp}"
     live = plant(dynamodb, source, target)
     return source, target, live
