@@ -193,6 +193,7 @@ def imported_into_delta(config: MigratorConfig, checks: delta_import.DeltaImport
     done = export_import.imported_files(progress, config.skip_files, checks.source, store.path)
     recorded = progress.target if progress is not None else None
     delta_copy.check_resumable(store, len(progress.done_files) if progress else 0, "data files", recorded, checks)
+    delta_import.check_table_is_this_imports(config, checks, store)
     return done
 
 
@@ -287,9 +288,10 @@ def _write_delta(
     store = savepoint_folders.open_store(loaded, spark_factory, source_side, target=delta_copy.target_side(config.target))
     store.check_writable()
     progress = store.load()
-    start = resume_point(progress, config.source.scan_segments, config.skip_segments, copied_in_config(config))
     recorded = progress.target if progress is not None else target_in_config(config)
-    delta_copy.check_resumable(store, len(start.copied), "segments", recorded, checks)
+    saved_copies = progress.copied if progress is not None else copied_in_config(config)
+    delta_copy.check_resumable(store, len(saved_copies), "segments", recorded, checks)
+    start = delta_copy.resume_in_table(config, checks, store, progress, copied_in_config(config))
     if streaming:
         checkpoint.check_writable(checkpoint.location(config))
     metrics = ReplicationMetrics(config.ready_lag, config.metrics_port, config.metrics_host) if streaming else None
@@ -301,6 +303,7 @@ def _write_delta(
         if changes_only:
             delta_copy.check_changes_only_target(checks, saved.exists(), saved.where)
         try:
+            _check_no_restart_owed(store, saved)
             replay_start.check_copies_have_a_start(config, saved, start.copied, store.path)
             stream = _stream(config, checks, saved)
             _check_age(saved, stream)
@@ -336,8 +339,10 @@ def _restart_delta(
     starting its next generation, `migrator.target.delta_restart`), then drops the savepoint and the checkpoint,
     and returns where to start over: the stream (fixed before the new copy) and a copy with no segment done.
 
-    In that order: a stop before the drop meets the invalid checkpoint again and restarts again; a stop after
-    it copies the new generation from scratch. Never the old segments' ids over an emptied table."""
+    The restart is recorded as owed beside the savepoint before the emptying and settled once a new start is
+    recorded, so a run stopped anywhere in between restarts again. Never the old segments' ids over an emptied
+    table: a savepoint's segments count only where the table's current generation holds their commits
+    (`delta_copy.resume_in_table`)."""
     if config.invalid_checkpoint_behavior != "restart":
         raise _with_delta_ways_out(error) from None
     log.warning("%s", error)
@@ -345,15 +350,45 @@ def _restart_delta(
         "invalidCheckpointBehavior is restart: emptying the Delta table (one commit), dropping the checkpoint "
         "and the savepoint, copying the table again, then replicating from the stream's current records"
     )
+    _owe_restart(store)
     if delta_copy.table_exists(checks.target):
         restart = delta_restart.empty_for_restart(checks.target, checks.layout, checkpoint.app_name(config))
         log.warning("emptied the Delta table %s: restart %d of this replication", checks.target.uri, restart)
     store.discard()
     saved.drop()
     stream = _stream(config, checks, saved, fresh_start=True)
+    _settle_restart(store)
     metrics.reinitializations.inc()
     requested = frozenset(config.skip_segments) - copied_in_config(config)
     return stream, ResumePoint(config.source.scan_segments, requested=requested)
+
+
+def _check_no_restart_owed(store: SavepointStore, saved: Checkpoint) -> None:
+    """CheckpointError when an earlier run began a restart into the Delta table and stopped before its end."""
+    if _restart_owed(store):
+        raise CheckpointError(
+            f"an earlier run began a restart into the Delta table (recorded beside the savepoint {store.path}) and "
+            "stopped before it dropped the savepoint and the checkpoint and recorded a new start",
+            saved.where,
+        )
+
+
+RESTART_OWED_SUFFIX = ".restart-owed"
+
+
+def _owe_restart(store: SavepointStore) -> None:
+    """Record beside the savepoint, durably and before the table is emptied, that a restart is under way:
+    until `_settle_restart`, every run restarts again, so no step of it is left half done."""
+    store.folder.write(store.name + RESTART_OWED_SUFFIX, "a restart into the Delta table was begun: restart again\n")
+
+
+def _restart_owed(store: SavepointStore) -> bool:
+    return store.folder.read(store.name + RESTART_OWED_SUFFIX) is not None
+
+
+def _settle_restart(store: SavepointStore) -> None:
+    """The table emptied, the savepoint and the checkpoint dropped, a new replay start recorded."""
+    store.folder.delete(store.name + RESTART_OWED_SUFFIX)
 
 
 def _with_delta_ways_out(error: CheckpointError) -> CheckpointError:

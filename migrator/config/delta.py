@@ -70,6 +70,9 @@ class DeltaTarget(ConnectedBlock):
     # nothing (no streamChanges, an S3 export source) it is refused by key (migrator.config.loading).
     stream_changes: StreamChanges = False
     skip_initial_snapshot_transfer: bool = False
+    # A copy into a table holding rows that no commit of this copy wrote empties it in the copy's first
+    # commit; without it such a table is refused (migrator.snapshot.delta_copy.resume_in_table).
+    overwrite: bool = False
 
     @field_validator("path")
     @classmethod

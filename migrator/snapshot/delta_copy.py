@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from deltalake import DeltaTable
 from pyspark.sql import SparkSession
@@ -33,10 +33,15 @@ from migrator.snapshot.outcomes import DeltaSegmentOutcome
 from migrator.snapshot.preflight import Preflight, describe_live_source
 from migrator.snapshot.progress import ProgressReporter, SnapshotSummary, scan_scale
 from migrator.snapshot.runner import UnitJobs, delta_executors, run_units
-from migrator.snapshot.savepoints import ResumePoint, SavepointStore, Side, SnapshotProgress, TargetTable, UnitLedger
+from migrator.snapshot.savepoints import (
+    ResumePoint, SavepointStore, Side, SnapshotProgress, TargetTable, UnitLedger, resume_point,
+)
 from migrator.snapshot.segment_delta import DeltaSegmentTask, write_delta_segment
 from migrator.snapshot.segment_read import read_settings
-from migrator.target.delta import DeltaLocation, check_location, create_table, location_of, segment_app_id, table_identity
+from migrator.target.delta import (
+    DeltaLocation, check_location, create_table, holds_rows, location_of, pin_plan_once, pinned_plan, segment_app_id,
+    table_identity,
+)
 from migrator.target.delta_restart import generation_id, restarts_of
 from migrator.target.delta_number_keys import type_number_keys
 from migrator.target.delta_rows import DeltaLayout, LayoutError
@@ -114,12 +119,61 @@ def check_resumable(
         raise RecordedTargetReplaced(copied, units, store.path, checks.target.uri, how)
 
 
+def resume_in_table(
+    config: MigratorConfig, checks: DeltaPreflight, store: SavepointStore, progress: SnapshotProgress | None,
+    copied_in_config: frozenset[int],
+) -> ResumePoint:  # fmt: skip
+    """Where a copy into Delta starts, as the table says: the segment count its first commit pinned (a rerun
+    that lost its savepoint keeps it), and of the segments the savepoint records, those whose commits the table
+    holds in its current generation. Raises, before anything is written, for another segment count than the
+    pinned one, and for a table holding rows that no commit of this copy wrote (unless target.overwrite)."""
+    configured = config.source.scan_segments
+    if checks.existing is None:
+        return resume_point(progress, configured, config.skip_segments, copied_in_config)
+    table = checks.target.open()
+    copy_id = copy_id_of(config, checks, store)
+    pinned = pinned_plan(table, copy_id)
+    if pinned is not None and configured not in (None, pinned):
+        raise DeltaTargetError(
+            checks.target.uri,
+            f"was copied with {pinned} scan segments (the table records this copy's plan), but source.scanSegments "
+            f"is {configured}: segment numbers of another count hold other items, so they would be copied again; "
+            f"nothing was written: set scanSegments: {pinned} (or leave it out) to resume, or copy into a new "
+            "target.path",
+        )
+    trusted = progress if progress is not None and pinned in (None, progress.total_segments) else None
+    start = resume_point(trusted, pinned or configured, config.skip_segments, copied_in_config)
+    copied = frozenset(s for s in start.copied if _committed(table, copy_id, s, start.total_segments))
+    if pinned is None and not copied and holds_rows(table) and not config.target.overwrite:
+        raise DeltaTargetError(
+            checks.target.uri,
+            "holds rows that no commit of this copy wrote (another copy's, an earlier export's, or changes "
+            "merged on their own): copying into it would hold keys twice; nothing was written: copy into a new "
+            "target.path, or set target.overwrite: true to empty the table in this copy's first commit",
+        )
+    return replace(start, copied=copied)
+
+
+def _committed(table: DeltaTable, copy_id: str, segment: int, total: int | None) -> bool:
+    return total is not None and table.transaction_version(segment_app_id(copy_id, segment, total)) is not None
+
+
+def copy_id_of(config: MigratorConfig, checks: DeltaPreflight, store: SavepointStore) -> str:
+    """The copy's id in the table's current generation: the savepoint's name, and the restart's number after one."""
+    return generation_id(store.identity.stem(), _restarts(config, checks.target))
+
+
 def copy_to_delta(
     spark: SparkSession, config: MigratorConfig, checks: DeltaPreflight, store: SavepointStore, start: ResumePoint
 ) -> DeltaSummary:
-    """Create the table when missing, then write every segment not yet written, saving each as it is committed."""
+    """Create the table when missing, pin this copy's plan in it, then write every segment not yet written,
+    saving each as it is committed."""
     identity = create_when_missing(checks)
     plan = plan_scan(config, checks.source, spark.sparkContext.defaultParallelism, start.total_segments)
+    copy_id = copy_id_of(config, checks, store)
+    overwrite = config.target.overwrite and not start.copied  # checked before anything was written
+    if pin_plan_once(checks.target, checks.layout, copy_id, plan.total_segments, overwrite=overwrite):
+        log.warning("target.overwrite: emptied the Delta table %s, which no commit of this copy wrote", checks.target.uri)
     summary = DeltaSummary(
         config.source.table, checks.target.uri, plan.total_segments,
         segments_resumed=len(start.copied), segments_skipped=len(start.requested),
@@ -136,7 +190,6 @@ def copy_to_delta(
         ledger.record(outcome.segment)
         reporter.record(outcome)
 
-    copy_id = generation_id(store.identity.stem(), _restarts(config, checks.target))
     tasks = [_task(config, checks, plan.total_segments, plan.read_units_per_task, copy_id, segment)
              for segment in range(plan.total_segments) if segment not in start.done]  # fmt: skip
     try:

@@ -15,6 +15,7 @@ file: its files are read together and merged as one commit (`changes_delta.merge
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 
@@ -22,6 +23,7 @@ from pyspark.sql import SparkSession
 
 from migrator import aws
 from migrator.config import MigratorConfig, S3ExportSource
+from migrator.errors import DeltaTargetError
 from migrator.export.errors import ImportFileFailed
 from migrator.snapshot.changes_delta import DeltaChanges, merge_incremental
 from migrator.snapshot.delta_copy import DeltaPreflight, identity_of, layout_of, location_of
@@ -34,8 +36,10 @@ from migrator.snapshot.progress import ImportSummary, ProgressReporter, Progress
 from migrator.snapshot.runner import UnitJobs, delta_executors, run_units
 from migrator.snapshot.savepoints import ImportProgress, SavepointStore, UnitLedger
 from migrator.source.s3export import ExportManifests, check_files_present, read_manifests
-from migrator.target.delta import check_location, create_table
+from migrator.target.delta import check_location, create_table, holds_rows, pin_plan_once, pinned_plan
 from migrator.target.delta_number_keys import type_number_keys
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,27 @@ def preflight(config: MigratorConfig) -> DeltaImportPreflight:
     existing = check_location(location, layout)
     identity = identity_of(existing) if existing is not None else None
     return DeltaImportPreflight(manifests, location, {}, ttl, exported.key_names, layout, identity)
+
+
+def check_table_is_this_imports(config: MigratorConfig, checks: DeltaImportPreflight, store: SavepointStore) -> None:
+    """A full export appends its items: into a table holding rows that no commit of this import wrote (an earlier
+    export's, a table copy's) it would hold keys twice, so such a table is refused before anything is written,
+    unless target.overwrite empties it in the import's first commit. An incremental export merges by key."""
+    manifests: ExportManifests = checks.source
+    if checks.existing is None or manifests.summary.is_incremental or config.target.overwrite:
+        return
+    table = checks.target.open()
+    copy_id = store.identity.stem()
+    if pinned_plan(table, copy_id) is not None or not holds_rows(table):
+        return
+    if any(table.transaction_version(_file_app_id(copy_id, f.data_file_s3_key)) is not None for f in manifests.files):
+        return  # imported by a version that pinned no plan
+    raise DeltaTargetError(
+        checks.target.uri,
+        "holds rows that no commit of this copy wrote (another export's, a table copy's, or changes merged on "
+        "their own): importing this full export into it would hold keys twice; nothing was written: import into "
+        "a new target.path, or set target.overwrite: true to empty the table in this import's first commit",
+    )
 
 
 def import_to_delta(
@@ -81,10 +106,17 @@ def import_to_delta(
                                checks.key_names)  # fmt: skip
         merge_incremental(spark, changes, [task.file for task in tasks], summary, ledger)
     elif tasks:
+        overwrite = config.target.overwrite and not done  # checked before anything was written
+        if pin_plan_once(checks.target, checks.layout, copy_id, len(manifests.files), overwrite=overwrite):
+            log.warning("target.overwrite: emptied the Delta table %s, which no commit of this import wrote", checks.target.uri)
         _import_files(spark, tasks, summary, ledger, import_scale(manifests, done))
     type_number_keys(checks.target, checks.layout, delta_executors(spark, "typing"))  # every file is in: the keys' scale is known
     summary.finished = time.monotonic()
     return summary
+
+
+def _file_app_id(copy_id: str, data_file_key: str) -> str:
+    return f"{copy_id}-file-{data_file_key}"
 
 
 def _import_files(
@@ -108,7 +140,7 @@ def _task(
     file = FileTask(source.client_spec("source"), source.bucket, data_file, manifests.summary.output_format,
                     number, len(manifests.files))  # fmt: skip
     return DeltaFileTask(
-        file, checks.target, checks.layout, f"{copy_id}-file-{data_file.data_file_s3_key}",
+        file, checks.target, checks.layout, _file_app_id(copy_id, data_file.data_file_s3_key),
         tuple(config.rename_map.items()), checks.key_names,
     )  # fmt: skip
 

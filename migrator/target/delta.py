@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pyarrow as pa
-from deltalake import DeltaTable, QueryBuilder, Schema, Transaction
+from deltalake import CommitProperties, DeltaTable, QueryBuilder, Schema, Transaction, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
@@ -121,6 +121,46 @@ def segment_app_id(copy_id: str, segment: int, total_segments: int) -> str:
     """A segment's application transaction id: the segment count is in it, since segment n of
     another count holds other items."""
     return f"{copy_id}-segment-{segment}-of-{total_segments}"
+
+
+def plan_app_id(copy_id: str) -> str:
+    """The application transaction a copy's first commit carries: its version is the copy's unit count (the
+    segment count of a table copy), so the table itself says which copy wrote it and with which plan."""
+    return f"{copy_id}-plan"
+
+
+def pinned_plan(table: DeltaTable, copy_id: str) -> int | None:
+    """The unit count the copy `copy_id` pinned in the table; None when no commit of that copy is there."""
+    return table.transaction_version(plan_app_id(copy_id))
+
+
+def holds_rows(table: DeltaTable) -> bool:
+    """Whether the table's current version has any data file (a unit with no row commits none)."""
+    return len(table.file_uris()) > 0
+
+
+def pin_plan_once(location: DeltaLocation, layout: DeltaLayout, copy_id: str, units: int, *, overwrite: bool) -> bool:
+    """The copy's first commit, unless the table holds it: its plan (`plan_app_id`), with no row. With
+    `overwrite` the same commit removes every row the table held, so the table is never left emptied without
+    the copy's plan; True when it did."""
+    table = location.open()
+    if pinned_plan(table, copy_id) is not None:
+        return False
+    transaction = Transaction(plan_app_id(copy_id), units)
+    if overwrite and holds_rows(table):
+        empty_with(table, layout, transaction)
+        return True
+    commit_append(table, transaction, ())
+    return False
+
+
+def empty_with(table: DeltaTable, layout: DeltaLayout, transaction: Transaction) -> None:
+    """One commit that removes every row of the table and carries `transaction`; the columns keep their types."""
+    write_deltalake(
+        table, pa.Table.from_batches([], schema=typed_schema(layout, table)), mode="overwrite",
+        partition_by=list(layout.partition_by) or None,
+        commit_properties=CommitProperties(app_transactions=[transaction]),
+    )  # fmt: skip
 
 
 def write_once(

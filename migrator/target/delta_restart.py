@@ -11,23 +11,23 @@ version n for the n-th restart. The table records its own generation that way, a
 generation n's segments use the copy id `<savepoint name>-restart-n`, its batches the app id
 `<appName>-restart-n`. Generation 0 (no restart ever) keeps the plain ids, as tables written before.
 
-The emptying commit is made before the checkpoint and the savepoint are dropped: a run killed after it
-but before the drop meets the invalid checkpoint again and restarts once more (another empty commit,
-then the copy); a run killed after the drop finds no savepoint and copies generation n from the start.
-Either way no row is copied twice, and none of the old contents is kept. The emptied table keeps its
+A restart is recorded as owed beside the savepoint (`migrator.run`) before the emptying commit, and
+settled only once the savepoint and the checkpoint are dropped and the new replay start is recorded: a
+run stopped anywhere in between restarts once more (another empty commit, then the copy). And a
+savepoint's segments count as copied only where their commits are in the current generation, so a
+savepoint that outlived an emptying copies nothing less. No row is copied twice, and none of the old
+contents is kept. The emptied table keeps its
 columns' types: number keys typed `decimal(38, s)` stay so (`migrator.target.delta_number_keys`), and
 a key of the new generation that does not fit is refused by name as any later append's is.
 """
 
 from __future__ import annotations
 
-import pyarrow as pa
-from deltalake import CommitProperties, Transaction, write_deltalake
+from deltalake import Transaction
 from deltalake.exceptions import DeltaError
 
 from migrator.errors import MigratorError
-from migrator.target.delta import DeltaLocation
-from migrator.target.delta_number_keys import typed_schema
+from migrator.target.delta import DeltaLocation, empty_with
 from migrator.target.delta_rows import DeltaLayout
 
 
@@ -51,14 +51,11 @@ def empty_for_restart(location: DeltaLocation, layout: DeltaLayout, replication:
     table = location.open()
     restart = (table.transaction_version(restart_app_id(replication)) or 0) + 1
     try:
-        write_deltalake(
-            table, pa.Table.from_batches([], schema=typed_schema(layout, table)), mode="overwrite",
-            partition_by=list(layout.partition_by) or None,
-            commit_properties=CommitProperties(app_transactions=[Transaction(restart_app_id(replication), restart)]),
-        )  # fmt: skip
+        empty_with(table, layout, Transaction(restart_app_id(replication), restart))
     except (DeltaError, OSError) as exc:
         raise MigratorError(
             f"emptying the Delta table {location.uri} to restart failed ({type(exc).__name__}: {str(exc)[:300]}); "
             "nothing else was changed: run the job again, it restarts again"
         ) from None
     return restart
+

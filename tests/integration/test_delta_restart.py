@@ -24,6 +24,9 @@ from deltalake import DeltaTable
 
 from migrator.config import load_config
 from migrator.errors import CheckpointError
+from migrator.snapshot import delta_copy
+from migrator.target.delta import location_of
+from migrator.target.delta_restart import empty_for_restart
 from testsupport.endpoint import put_items, reaching, scan_all, side
 from testsupport.jobs import drain, start_job, write_config
 from testsupport.kinesis_runs import create_stream, run, write_changes
@@ -167,6 +170,28 @@ def test_without_restart_the_checkpoint_error_names_the_ways_out_a_delta_table_h
     assert "new target.path" in message and "delete the checkpoint directory" not in message, message
     assert stopped.value.exit_code == 2 and "\n" not in message
     assert len(log_commits(path)) == before  # nothing written
+
+
+def test_a_savepoint_whose_segments_an_emptied_table_lacks_counts_for_nothing(
+    dynamodb, kinesis, endpoint_url, table_name, tmp_path, spark
+):
+    """A restart emptied the table, but the savepoint that says every segment is copied outlived it (its delete
+    failed, or it was restored), beside a checkpoint that is valid: the rerun copies the table again, since a
+    segment counts as copied only where its commit is in the table's current generation."""
+    config, source, path, _ = stopped_with_a_checkpoint_too_old(dynamodb, kinesis, endpoint_url, table_name, tmp_path, spark)
+    (saved,) = (tmp_path / "savepoints").glob("savepoint_*.yaml")
+    every_segment_copied = saved.read_text()
+    run(config, spark, converging(dynamodb, source, path, tmp_path / "checkpoint"))  # the restart: generation 1
+    app = load_config(str(config)).config.kinesis_app_name
+    layout = delta_copy.preflight(load_config(str(config)).config).layout
+    empty_for_restart(location_of(load_config(str(config)).config.target), layout, app)  # generation 2, empty
+    saved.write_text(every_segment_copied)
+
+    result = run(config, spark, converging(dynamodb, source, path, tmp_path / "checkpoint"))
+
+    assert result.snapshot.written == len(scan_all(dynamodb, source))
+    assert same_items(scan_all(dynamodb, source), delta_items(path))
+    assert_each_segment_and_batch_once(log_commits(path))
 
 
 def next_commit_with(log: Path, pattern: str, seen: set[str], deadline: float) -> None:
