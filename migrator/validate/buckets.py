@@ -34,7 +34,7 @@ from migrator.target.export_folder import ExportFolder, open_data_file, read_ran
 from migrator.task_boundary import errors_returned
 from migrator.validate.delta_repairs import DeltaRepairRows
 from migrator.validate.delta_side import DeltaFiles, delta_entries
-from migrator.validate.matching import KeyCheck, SideScan, check_keys, exported_entries, scanned_entries
+from migrator.validate.matching import HeldTwice, KeyCheck, SideScan, check_keys, exported_entries, scanned_entries
 from migrator.validate.report import Tally
 from migrator.validate.work_file import HeldEntry, RangeReader, decode, encode, file_name, read_bucket
 
@@ -137,27 +137,38 @@ def compare_bucket(task: CompareTask) -> CompareOutcome:
     delta = task.check.delta
     repairs = DeltaRepairRows(delta.layout) if delta is not None and task.check.repairs else None
     with errors_returned(f"comparing bucket {task.bucket}") as caught:
-        sources = _read_side(task, task.source_units)
-        targets = _read_side(task, task.target_units)
-        keys = sorted(sources.keys() | targets.keys())
-        (tally,) = check_keys(task.check, ((key, (sources.get(key), targets.get(key))) for key in keys), repairs)
+        sources, source_rows = _read_side(task, task.source_units)
+        targets, target_rows = _read_side(task, task.target_units)
+        twice = source_rows.keys() | target_rows.keys()
+        held_twice = [
+            HeldTwice(key, source_rows.get(key, int(key in sources)), target_rows.get(key, int(key in targets)),
+                      sources.get(key), targets.get(key))
+            for key in sorted(twice)
+        ]  # fmt: skip
+        keys = sorted((sources.keys() | targets.keys()) - twice)
+        pairs = ((key, (sources.get(key), targets.get(key))) for key in keys)
+        (tally,) = check_keys(task.check, pairs, repairs, held_twice)
     error = caught.error or (tally.error if tally is not None else None)
     if error:
         return CompareOutcome(task.bucket, error=error)
     return CompareOutcome(task.bucket, tally, repair_rows=repairs.rows() if repairs is not None else None)
 
 
-def _read_side(task: CompareTask, units: tuple[str, ...]) -> dict[str, HeldEntry]:
+def _read_side(task: CompareTask, units: tuple[str, ...]) -> tuple[dict[str, HeldEntry], dict[str, int]]:
     """The side's items of the bucket by key, as text, decoded with the collector paused (a bucket holds
     about 1/B of the side's table: containers by the ten thousand, which the collector would walk many
-    times while they are made)."""
+    times while they are made); and the row count of each key held more than once."""
     handed = dict(task.files) if task.files is not None else None
     entries: dict[str, HeldEntry] = {}
+    rows: dict[str, int] = {}
     for unit in units:
         data = handed[unit] if handed is not None else bucket_bytes(partial(read_range, task.folder), task, unit)
         with collector_paused():
-            entries.update(decode(data, task.bucket, task.buckets, task.folder.where(file_name(unit))))
-    return entries
+            for key, entry in decode(data, task.bucket, task.buckets, task.folder.where(file_name(unit))):
+                if key in entries:
+                    rows[key] = rows.get(key, 1) + 1
+                entries[key] = entry
+    return entries, rows
 
 
 def bucket_bytes(read: RangeReader, task: CompareTask, unit: str) -> bytes:

@@ -33,7 +33,7 @@ from migrator.target.pipeline import PipelinedWriter
 from migrator.task_boundary import errors_returned
 from migrator.validate.compare import differing_attributes
 from migrator.validate.delta_repairs import DeltaRepairRows, DeltaTableSide
-from migrator.validate.report import DIFFERENT, EXTRA, MISSING, Sample, Tally
+from migrator.validate.report import DIFFERENT, DUPLICATE, EXTRA, MISSING, Sample, Tally
 from migrator.validate.work_file import Entry, HeldEntry, held_item, item_text, kept_text
 from migrator.wire import wire_client
 
@@ -81,6 +81,18 @@ class KeyCheck:
 
 # A key that differs at first sight: (canonical key, source item or None, target item or None).
 Difference = tuple[str, Item | None, Item | None]
+
+
+@dataclass(frozen=True)
+class HeldTwice:
+    """A key that more than one row of a side holds (a Delta table, an export): its rows on each side, and
+    one row of each side (the source's is the one a repair writes when the source holds it once)."""
+
+    order: str  # the canonical key
+    source_rows: int
+    target_rows: int
+    source: HeldEntry | None
+    target: HeldEntry | None
 
 
 def scanned_entries(scan: SideScan, segment: int) -> Iterator[tuple[str, HeldEntry]]:
@@ -139,11 +151,12 @@ def _renamed_names(renames: dict[str, str], names: tuple[str, ...]) -> tuple[str
 
 def check_keys(
     check: KeyCheck, pairs: Iterable[tuple[str, tuple[HeldEntry | None, HeldEntry | None]]],
-    delta_repairs: DeltaRepairRows | None = None,
+    delta_repairs: DeltaRepairRows | None = None, held_twice: Iterable[HeldTwice] = (),
 ) -> Iterator[Tally]:  # fmt: skip
     """Classify each key met in a bucket (missing, extra, different, equal, expired), recheck what differs,
     repair what is asked; one Tally. Never raises (`migrator.task_boundary`): a failure comes back in it.
-    A Delta target's repairs go into `delta_repairs`, for the driver to merge."""
+    A Delta target's repairs go into `delta_repairs`, for the driver to merge. The keys `held_twice` are
+    duplicates, whatever their rows hold (`_settle_duplicates`)."""
     tally = Tally(check.failures_to_fetch)
     with errors_returned("checking keys") as caught:
         differences = _first_look(check, pairs, tally)
@@ -152,8 +165,10 @@ def check_keys(
         if check.repairs:
             with delta_repairs if check.delta is not None else _writer(check) as writer:
                 _settle(check, differences, tally, writer)
+                _settle_duplicates(check, held_twice, tally, writer)
         else:
             _settle(check, differences, tally, None)
+            _settle_duplicates(check, held_twice, tally, None)
     tally.error = caught.error
     yield tally
 
@@ -272,6 +287,31 @@ def _settle(
         else:
             writer.put(source)
         tally.repaired[kind] += 1
+
+
+def _settle_duplicates(
+    check: KeyCheck, held_twice: Iterable[HeldTwice], tally: Tally, writer: PipelinedWriter | DeltaRepairRows | None
+) -> None:  # fmt: skip
+    """Count and sample each key held twice, its rows counted as items read. It is never compared: which of its
+    rows would be is the read order's chance. Repaired (repairDifferences) when only the target holds it twice:
+    the source's item written once in place of every row, or the key deleted where the source lacks it
+    (deleteExtraRows)."""
+    for held in held_twice:
+        tally.source_items += held.source_rows
+        tally.target_items += held.target_rows
+        tally.duplicate += 1
+        source = _parsed(held.source)
+        item = source[0] if source is not None and not source[1] else None  # an expired item is not copied
+        key = _key(check, item if item is not None else _parsed(held.source or held.target)[0])
+        tally.sample(Sample(held.order, DUPLICATE, key))
+        repair = held.source_rows <= 1 and (check.repair_differences if item is not None else check.delete_extra)
+        if writer is None or not repair:
+            continue
+        if item is not None:
+            writer.put(item)
+        else:
+            writer.delete(key)
+        tally.repaired[DUPLICATE] += 1
 
 
 def _key(check: KeyCheck, item: Item) -> Item:

@@ -15,6 +15,8 @@ from migrator.errors import MigratorError, ReportUnwritable
 from migrator.summary_json import problem_writing, write_whole
 
 MISSING, EXTRA, DIFFERENT = "missing", "extra", "different"
+DUPLICATE = "duplicate"  # a key held by more than one row of a side (a Delta table, an export): never compared
+KINDS = (MISSING, DIFFERENT, EXTRA, DUPLICATE)
 
 
 @dataclass(frozen=True, order=True)
@@ -41,8 +43,9 @@ class Tally:
     missing: int = 0
     extra: int = 0
     different: int = 0
+    duplicate: int = 0
     skipped_expired: int = 0
-    repaired: dict[str, int] = field(default_factory=lambda: {MISSING: 0, DIFFERENT: 0, EXTRA: 0})
+    repaired: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
     samples: list[Sample] = field(default_factory=list)
     error: MigratorError | None = None  # a partition's failure (a repair rejected), for the driver to raise
 
@@ -76,7 +79,7 @@ class Tally:
     def from_record(cls, limit: int, record: dict[str, Any]) -> "Tally":
         """The Tally `as_record` wrote; KeyError, TypeError or ValueError when the record is not one."""
         tally = cls(limit, **{name: int(record[name]) for name in _COUNTS})
-        tally.repaired = {kind: int(record["repaired"][kind]) for kind in (MISSING, DIFFERENT, EXTRA)}
+        tally.repaired = {kind: int(record["repaired"][kind]) for kind in KINDS}
         for s in record["samples"]:
             tally.sample(Sample(str(s["order"]), str(s["kind"]), dict(s["key"]), tuple(s["attributes"])))
         return tally
@@ -84,10 +87,10 @@ class Tally:
     @property
     def remaining(self) -> int:
         """Differences still in the target after the repairs."""
-        return self.missing + self.extra + self.different - sum(self.repaired.values())
+        return self.missing + self.extra + self.different + self.duplicate - sum(self.repaired.values())
 
 
-_COUNTS = ("source_items", "target_items", "equal", "missing", "extra", "different", "skipped_expired")
+_COUNTS = ("source_items", "target_items", "equal", "missing", "extra", "different", "duplicate", "skipped_expired")
 
 
 @dataclass
@@ -115,6 +118,7 @@ class ValidationSummary:
             "missing": t.missing,
             "extra": t.extra,
             "different": t.different,
+            "duplicate": t.duplicate,
             "skippedExpired": t.skipped_expired,
             "samples": [sample.as_json() for sample in t.kept_samples()],
             "repaired": dict(t.repaired),
@@ -128,12 +132,15 @@ class ValidationSummary:
             f"validation {self.source_table} → {self.target_table}: {verdict}",
             f"  items read: {t.source_items:,} in the source, {t.target_items:,} in the target",
             f"  equal {t.equal:,}, missing {t.missing:,}, extra {t.extra:,}, different {t.different:,}, "
-            f"skipped as expired {t.skipped_expired:,}",
+            f"duplicate {t.duplicate:,}, skipped as expired {t.skipped_expired:,}",
             f"  {self.seconds:,.1f} s, {rate:,.0f} items/s",
         ]
         if any(t.repaired.values()):
             r = t.repaired
-            lines.append(f"  repaired: {r[MISSING]:,} missing, {r[DIFFERENT]:,} different, {r[EXTRA]:,} extra")
+            lines.append(
+                f"  repaired: {r[MISSING]:,} missing, {r[DIFFERENT]:,} different, {r[EXTRA]:,} extra, "
+                f"{r[DUPLICATE]:,} duplicate"
+            )
         if self.resumed_repairing:
             lines.append(
                 "  repaired counts the buckets compared in full: this validation resumed after its repairs began, "

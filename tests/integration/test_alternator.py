@@ -162,7 +162,7 @@ def test_validation_against_alternator_reads_over_its_nodes(dynamodb, endpoint_u
     assert result.returncode == 1, result.stdout + result.stderr[-3000:]
     assert json.loads(report.read_text()) == {
         "sourceItems": 14, "targetItems": 12, "equal": 6, "missing": 2, "extra": 1, "different": 4,
-        "skippedExpired": 2, "samples": EXPECTED_SAMPLES, "repaired": {"missing": 0, "different": 0, "extra": 0},
+        "duplicate": 0, "skippedExpired": 2, "samples": EXPECTED_SAMPLES, "repaired": {"missing": 0, "different": 0, "extra": 0, "duplicate": 0},
     }  # fmt: skip
     assert sum(1 for count in reads[:3] if count > 0) >= 2 and reads[3] == 0, reads
     assert asked > 0

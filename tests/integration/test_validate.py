@@ -68,18 +68,18 @@ def test_planted_differences_are_reported_exactly(endpoint_url, planted, tmp_pat
     assert code == 1, stdout
     assert report == {
         "sourceItems": 14, "targetItems": 12, "equal": 6, "missing": 2, "extra": 1, "different": 4,
-        "skippedExpired": 2, "samples": EXPECTED_SAMPLES, "repaired": {"missing": 0, "different": 0, "extra": 0},
+        "duplicate": 0, "skippedExpired": 2, "samples": EXPECTED_SAMPLES, "repaired": {"missing": 0, "different": 0, "extra": 0, "duplicate": 0},
     }  # fmt: skip
     assert f"validation {source} → {target}: 7 differences remain" in stdout
     assert "14 in the source, 12 in the target" in stdout
-    assert "equal 6, missing 2, extra 1, different 4, skipped as expired 2" in stdout
+    assert "equal 6, missing 2, extra 1, different 4, duplicate 0, skipped as expired 2" in stdout
 
 
 def test_each_repair_fixes_its_kind_then_the_tables_are_equal(dynamodb, endpoint_url, tmp_path):
     stamp = str(time.time_ns())[-8:]
     source, target = f"val-rep-src-{stamp}", f"val-rep-dst-{stamp}"
     live = plant(dynamodb, source, target)
-    zero = {"missing": 0, "different": 0, "extra": 0}
+    zero = {"missing": 0, "different": 0, "extra": 0, "duplicate": 0}
 
     quick = {"recheckSeconds": 0.5}
     code, report, _ = validate(endpoint_url, tmp_path, source, target, "copy", copyMissingRows=True, **quick)
@@ -333,7 +333,7 @@ def test_an_export_the_migrator_wrote_validates_equal_against_its_table(written_
     assert code == 0, stdout
     assert report == {
         "sourceItems": 10, "targetItems": 9, "equal": 9, "missing": 0, "extra": 0, "different": 0,
-        "skippedExpired": 1, "samples": [], "repaired": {"missing": 0, "different": 0, "extra": 0},
+        "duplicate": 0, "skippedExpired": 1, "samples": [], "repaired": {"missing": 0, "different": 0, "extra": 0, "duplicate": 0},
     }  # fmt: skip
     assert f"validation {table} → {path}: equal" in stdout
 
@@ -368,13 +368,13 @@ def test_differences_planted_in_the_export_and_in_the_source_are_reported_exactl
     assert code == 1, stdout
     assert report == {
         "sourceItems": 11, "targetItems": 9, "equal": 6, "missing": 2, "extra": 1, "different": 2,
-        "skippedExpired": 1, "samples": [
+        "duplicate": 0, "skippedExpired": 1, "samples": [
             {"kind": "extra", "key": key("w-added"), "attributes": []},
             {"kind": "different", "key": key("w-changed"), "attributes": ["a"]},
             {"kind": "missing", "key": key("w-gone"), "attributes": []},
             {"kind": "missing", "key": key("w-new"), "attributes": []},
             {"kind": "different", "key": key("w-updated"), "attributes": ["n"]},
-        ], "repaired": {"missing": 0, "different": 0, "extra": 0},
+        ], "repaired": {"missing": 0, "different": 0, "extra": 0, "duplicate": 0},
     }  # fmt: skip
 
 

@@ -33,7 +33,7 @@ from testsupport.s3_exports import DYNAMODB_JSON, DataFileSpec, create_bucket, f
 pytestmark = pytest.mark.integration
 
 SEGMENTS = 3
-NO_REPAIRS = {"missing": 0, "different": 0, "extra": 0}
+NO_REPAIRS = {"missing": 0, "different": 0, "extra": 0, "duplicate": 0}
 ALL_REPAIRS = {"copyMissingRows": True, "repairDifferences": True, "deleteExtraRows": True}
 
 
@@ -106,7 +106,7 @@ def test_a_local_delta_copy_is_equal_then_planted_differences_are_reported_exact
     assert code == 0, stdout
     assert report == {
         "sourceItems": len(items), "targetItems": len(items), "equal": len(items), "missing": 0, "extra": 0,
-        "different": 0, "skippedExpired": 0, "samples": [], "repaired": NO_REPAIRS,
+        "different": 0, "duplicate": 0, "skippedExpired": 0, "samples": [], "repaired": NO_REPAIRS,
     }  # fmt: skip
 
     missing, different, extra = plant(str(path), None, items)
@@ -115,7 +115,7 @@ def test_a_local_delta_copy_is_equal_then_planted_differences_are_reported_exact
     assert code == 1, stdout
     assert {k: v for k, v in report.items() if k != "samples"} == {
         "sourceItems": len(items), "targetItems": len(items), "equal": len(items) - 2, "missing": 1, "extra": 1,
-        "different": 1, "skippedExpired": 0, "repaired": NO_REPAIRS,
+        "different": 1, "duplicate": 0, "skippedExpired": 0, "repaired": NO_REPAIRS,
     }  # fmt: skip
     samples = sorted(report["samples"], key=lambda sample: sample["kind"])
     assert samples == [
@@ -173,7 +173,7 @@ def test_an_export_imported_into_delta_validates_equal_then_planted_rows_are_rep
     code, report, stdout = validate(repairing, tmp_path)
 
     assert code == 0, stdout
-    assert report["repaired"] == {"missing": 1, "different": 1, "extra": 1}
+    assert report["repaired"] == {"missing": 1, "different": 1, "extra": 1, "duplicate": 0}
     assert table_items(str(path), None) == as_rows(items)
     code, again, stdout = validate(repairing, tmp_path)
     assert (code, again["equal"], again["samples"]) == (0, len(items), []), stdout
@@ -304,7 +304,7 @@ def test_planted_rows_are_repaired_with_the_sources_items_and_a_second_validatio
 
     assert code == 0, output
     assert (report["missing"], report["different"], report["extra"]) == (1, 1, 1)
-    assert report["repaired"] == {"missing": 1, "different": 1, "extra": 1}
+    assert report["repaired"] == {"missing": 1, "different": 1, "extra": 1, "duplicate": 0}
     assert table_items(uri, options) == as_rows(items)  # each `_item` exact, no key twice
     repairs = DeltaTable(uri, storage_options=options).version() - versions_before
     assert 1 <= repairs <= 3, "one MERGE per bucket holding repairs (3 buckets)"
@@ -361,3 +361,37 @@ def test_kill_9_mid_repair_then_the_rerun_converges_with_no_row_twice(dynamodb, 
     assert len(commits) == len(set(commits)) == DeltaTable(str(path)).version() - before  # each bucket merged once
     code, again, output = validate(config, tmp_path)
     assert (code, again["equal"], again["samples"]) == (0, 30, []), output
+
+
+def test_a_key_held_twice_is_a_duplicate_then_repaired_into_one_row(dynamodb, endpoint_url, spark, source_table, tmp_path):
+    """The table a rerun with another plan left (every row appended again, one copy then edited): the report
+    counts rows, names each key held twice, and the repairs leave each key once, with the source's item."""
+    uri = str(tmp_path / "lake")
+    migrate_on_session(delta_config(tmp_path, endpoint_url, source_table, uri, "copy"), spark)
+    items = scan_all(dynamodb, source_table)
+    table = DeltaTable(uri)
+    write_deltalake(table, table.to_pyarrow_table(), mode="append")
+    edited = sorted(items, key=lambda item: (item["pk"]["S"], item["sk"]["N"]))[0]
+    write_deltalake(table, row_of(dict(edited, planted={"S": "a third row"}), pa.schema(table.schema().to_arrow())),
+                    mode="append")  # fmt: skip
+
+    code, report, output = validate(delta_config(tmp_path, endpoint_url, source_table, uri, "check"), tmp_path)
+
+    assert code == 1, output
+    counts = {k: report[k] for k in ("sourceItems", "targetItems", "equal", "missing", "extra", "different", "duplicate")}
+    assert counts == {"sourceItems": len(items), "targetItems": 2 * len(items) + 1, "equal": 0, "missing": 0,
+                      "extra": 0, "different": 0, "duplicate": len(items)}  # fmt: skip
+    assert {sample["kind"] for sample in report["samples"]} == {"duplicate"}
+    assert f"duplicate {len(items):,}" in output, output
+
+    repair = delta_config(tmp_path, endpoint_url, source_table, uri, "repair", recheckSeconds=0.5, **ALL_REPAIRS)
+    code, report, output = validate(repair, tmp_path)
+
+    assert code == 0, output
+    assert report["repaired"] == {**NO_REPAIRS, "duplicate": len(items)}
+    assert table_items(uri, None) == as_rows(items)  # each key once, the source's item
+
+    code, again, output = validate(repair, tmp_path)
+
+    assert code == 0, output
+    assert (again["equal"], again["duplicate"], again["targetItems"]) == (len(items), 0, len(items))

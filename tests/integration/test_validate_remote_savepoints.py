@@ -128,6 +128,6 @@ def test_ctrl_c_then_rerun_resumes(folder, dynamodb, endpoint_url, spark, tmp_pa
     assert summary.exit_code == 1
     assert summary.report() == {
         "sourceItems": 14, "targetItems": 12, "equal": 6, "missing": 2, "extra": 1, "different": 4,
-        "skippedExpired": 2, "samples": EXPECTED_SAMPLES, "repaired": {"missing": 0, "different": 0, "extra": 0},
+        "duplicate": 0, "skippedExpired": 2, "samples": EXPECTED_SAMPLES, "repaired": {"missing": 0, "different": 0, "extra": 0, "duplicate": 0},
     }  # fmt: skip
     assert [name for name in folder.names() if not name.endswith(".crc")] == []

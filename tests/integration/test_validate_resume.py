@@ -103,8 +103,8 @@ def test_an_uninterrupted_validation_reports_exactly_and_leaves_nothing_behind(u
     assert code == 1
     assert report == {
         "sourceItems": 14 + BULK, "targetItems": 12 + BULK, "equal": 6 + BULK, "missing": 2, "extra": 1,
-        "different": 4, "skippedExpired": 2, "samples": EXPECTED_SAMPLES,
-        "repaired": {"missing": 0, "different": 0, "extra": 0},
+        "different": 4, "duplicate": 0, "skippedExpired": 2, "samples": EXPECTED_SAMPLES,
+        "repaired": {"missing": 0, "different": 0, "extra": 0, "duplicate": 0},
     }  # fmt: skip
     assert units == READ_UNITS
     assert left_behind(folder) == []
@@ -229,8 +229,8 @@ def test_kill_9_mid_repair_then_rerun_counts_the_finished_buckets_repairs_and_sa
     # The target as its first scan read it (8 items); the first key found equal by the rerun's recheck.
     assert resumed == {
         "sourceItems": 10, "targetItems": 8, "equal": 9, "missing": 1, "extra": 0, "different": 0,
-        "skippedExpired": 0, "samples": [{"kind": "missing", "key": key(second["pk"]["S"]), "attributes": []}],
-        "repaired": {"missing": 1, "different": 0, "extra": 0},
+        "duplicate": 0, "skippedExpired": 0, "samples": [{"kind": "missing", "key": key(second["pk"]["S"]), "attributes": []}],
+        "repaired": {"missing": 1, "different": 0, "extra": 0, "duplicate": 0},
     }  # fmt: skip
     assert "repaired counts the buckets compared in full: this validation resumed after its repairs began" in output
     assert sorted(scan_all(dynamodb, target), key=lambda item: item["pk"]["S"]) == items

@@ -16,7 +16,7 @@ from migrator.validate.report import Sample, Tally, ValidationSummary, check_rep
 from migrator.validate.work_file import item_text
 
 REPORT_KEYS = {
-    "sourceItems", "targetItems", "equal", "missing", "extra", "different", "skippedExpired", "samples", "repaired",
+    "sourceItems", "targetItems", "equal", "missing", "extra", "different", "duplicate", "skippedExpired", "samples", "repaired",
 }  # fmt: skip
 
 
@@ -100,7 +100,7 @@ def test_report_has_exactly_the_issues_keys_and_json_samples():
         {"kind": "different", "key": {"pk": {"S": "a"}}, "attributes": ["x", "y"]},
         {"kind": "missing", "key": {"pk": {"B": "AAE="}}, "attributes": []},
     ]
-    assert report["repaired"] == {"missing": 0, "different": 0, "extra": 0}
+    assert report["repaired"] == {"missing": 0, "different": 0, "extra": 0, "duplicate": 0}
     assert json.loads(json.dumps(report)) == report
 
 
@@ -118,7 +118,7 @@ def test_summary_names_every_count_and_the_rate():
     text = summary(Tally(10, source_items=3, target_items=1, equal=1, missing=1, extra=0, different=0, skipped_expired=1)).render()
     assert "src → dst: 1 differences remain" in text
     assert "3 in the source, 1 in the target" in text
-    assert "equal 1, missing 1, extra 0, different 0, skipped as expired 1" in text
+    assert "equal 1, missing 1, extra 0, different 0, duplicate 0, skipped as expired 1" in text
     assert "2.0 s, 2 items/s" in text
 
 
