@@ -8,7 +8,9 @@ created, so both must hold:
 
 1. the table's current stream was created before the export's instant: a stream enabled
    later never saw the changes in between, and enabling one now cannot bring them back;
-2. the export's instant is less than 24 hours ago: older records have been trimmed.
+2. the export's instant is less than 18 hours ago: records older than 24 hours have been trimmed,
+   and replication needs the other 6 hours to read the changes since the export before the
+   stream trims them (the margin a checkpoint is given, `migrator.replicate.checkpoint`).
 
 Then replication starts from the stream's oldest record (TRIM_HORIZON, what a fresh
 checkpoint does), which is at or before the export's instant. Replaying changes older than
@@ -19,7 +21,7 @@ import already holds its live state).
 
 When a rule does not hold, the run stops before anything is written with `StreamGap`,
 naming the gap and the ways out, unless `source.acceptStreamGap: true` accepts losing the
-changes of that gap (a warning is logged). The 24-hour rule is checked again once the
+changes of that gap (a warning is logged). The 18-hour rule is checked again once the
 import is done, when replication is about to start from the stream's oldest record: a long
 import can push the export's instant past the retention.
 
@@ -43,7 +45,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from migrator import aws
-from migrator.replicate.checkpoint import Checkpoint
+from migrator.replicate.checkpoint import MAX_AGE_SECONDS, Checkpoint
 from migrator.config import MigratorConfig
 from migrator.errors import STOPPED_RATHER_THAN_SKIP, CheckpointError, ConfigError, StreamGap
 from migrator.export.manifest import ExportSummary
@@ -57,6 +59,7 @@ from migrator.target import tables
 log = logging.getLogger(__name__)
 
 STREAM_RETENTION = timedelta(hours=24)
+CATCH_UP_LIMIT = timedelta(seconds=MAX_AGE_SECONDS)  # an export older than this leaves too little time to read its changes
 
 # What to do when the checkpoint of a chained run cannot be honoured: the migrator cannot
 # take a new export, and re-importing this one cannot cover what the stream dropped.
@@ -191,6 +194,13 @@ def gap(live: LiveStream, instant: ExportInstant, now: datetime) -> str | None:
             f"the changes made between it and {_iso(now - STREAM_RETENTION)} have been trimmed from the stream "
             f"of table {table!r}"
         )
+    if age >= CATCH_UP_LIMIT:
+        return (
+            f"{since} is {age.total_seconds() / 3600:.1f} h ago, and DynamoDB Streams keep records 24 h: the "
+            f"stream of table {table!r} trims the changes made since the export from {_iso(instant.time + STREAM_RETENTION)}, "
+            f"leaving replication less than the 6 h it is given to read them (the limit is "
+            f"{CATCH_UP_LIMIT.total_seconds() / 3600:.0f} h)"
+        )
     return None
 
 
@@ -209,8 +219,8 @@ def check_gap(
         if not imported:
             log.info(
                 "the stream of %r holds every change since the export's %s %s: replication must start before "
-                "%s (24 h after it); it starts from the stream's oldest record once the import is done",
-                live.table, instant.field, _iso(instant.time), _iso(instant.time + STREAM_RETENTION),
+                "%s (18 h after it); it starts from the stream's oldest record once the import is done",
+                live.table, instant.field, _iso(instant.time), _iso(instant.time + CATCH_UP_LIMIT),
             )  # fmt: skip
         return
     if config.source.accept_stream_gap:

@@ -40,7 +40,15 @@ def summary(**times) -> ExportSummary:
 
 def test_a_stream_older_than_a_recent_export_covers_it():
     assert gap(live(), at(EXPORTED), NOW) is None
-    assert gap(live(), at(NOW - timedelta(hours=23, minutes=59)), NOW) is None
+    assert gap(live(), at(NOW - timedelta(hours=17, minutes=59)), NOW) is None
+
+
+@pytest.mark.parametrize("age", [timedelta(hours=18), timedelta(hours=23, minutes=59)])
+def test_an_export_18_hours_old_leaves_too_little_time_to_catch_up(age):
+    """The import ends at 23 h 59 min: the first read of the stream would come after it trims the export's changes."""
+    reason = gap(live(), at(NOW - age), NOW)
+    assert reason is not None and "DynamoDB Streams keep records 24 h" in reason, reason
+    assert "less than the 6 h it is given to read them (the limit is 18 h)" in reason, reason
 
 
 def test_a_table_without_a_stream_is_a_gap():
