@@ -6,14 +6,17 @@
    records at once, as the retention would:
 
        POST / with X-Amz-Target: Kinesis_20131202.EmulatorTrimShard
-       {"StreamARN" or "StreamName", "ShardId", "BeforeSequenceNumber": "<n>"}
+       {"StreamARN" or "StreamName", "ShardId", "BeforeSequenceNumber": "<n>", "EmptyPages": <k, optional>}
        -> {"TrimmedRecords": <how many were dropped>}
 
    After it, reads behave as on AWS, which does not say that a position was trimmed: an
    AFTER_SEQUENCE_NUMBER or AT_SEQUENCE_NUMBER iterator at a dropped record, TRIM_HORIZON, and
    AT_TIMESTAMP before the oldest kept record all start at the oldest record kept. Sequence
    numbers go on from the newest ever written (moto would start again at 1 once a shard held
-   no record). `trim_shard` below sends the action from a test.
+   no record). With EmptyPages, the shard's next k GetRecords calls return no record, the same
+   position and a MillisBehindLatest above 0, as AWS may answer just after its trim horizon ("GetRecords
+   might return an empty result ... multiple calls might be needed", Kinesis API Reference).
+   `trim_shard` below sends the action from a test.
 2. MillisBehindLatest. moto reports the arrival time between the last record returned and the
    shard's newest, which is 0 whenever the remaining records arrived in the same millisecond,
    so a reader with records still to read looks caught up. AWS: "A value of zero indicates that
@@ -66,6 +69,7 @@ def emulator_trim_shard(self: KinesisResponse, request: dict) -> str:
         shard.trimmed_through = max(getattr(shard, "trimmed_through", 0), dropped[-1])
     for number in dropped:
         del shard.records[number]
+    shard.empty_pages = int(request.get("EmptyPages", 0))
     return json.dumps({"TrimmedRecords": len(dropped)})
 
 
@@ -84,6 +88,9 @@ def put_record(self: Shard, partition_key: str, data: bytes, explicit_hash_key: 
 def _behind_while_records_remain(get_records):
     @functools.wraps(get_records)
     def records(self: Shard, last_sequence_id: str, limit: int | None):
+        if getattr(self, "empty_pages", 0) > 0:
+            self.empty_pages -= 1
+            return [], int(last_sequence_id), 1
         found, read_up_to, millis_behind = get_records(self, last_sequence_id, limit)
         remaining = bool(self.records) and next(reversed(self.records)) > read_up_to
         return found, read_up_to, max(millis_behind, 1) if remaining else 0
@@ -91,9 +98,13 @@ def _behind_while_records_remain(get_records):
     return records
 
 
-def trim_shard(endpoint_url: str, stream_arn: str, shard_id: str, before_sequence: str, region: str = "us-east-1") -> int:
-    """Client side: ask the emulator to drop the shard's records below `before_sequence`; how many it dropped."""
-    body = json.dumps({"StreamARN": stream_arn, "ShardId": shard_id, "BeforeSequenceNumber": str(before_sequence)})
+def trim_shard(
+    endpoint_url: str, stream_arn: str, shard_id: str, before_sequence: str, region: str = "us-east-1", empty_pages: int = 0
+) -> int:
+    """Client side: ask the emulator to drop the shard's records below `before_sequence` (then answer
+    `empty_pages` empty pages); how many it dropped."""
+    request = {"StreamARN": stream_arn, "ShardId": shard_id, "BeforeSequenceNumber": str(before_sequence)}
+    body = json.dumps({**request, "EmptyPages": empty_pages})
     request = urllib.request.Request(
         endpoint_url, data=body.encode(), method="POST",
         headers={

@@ -198,17 +198,33 @@ def check_retained(kinesis: Any, stream_arn: str, shard_id: str, after: str, hou
     Reading on after `after` would silently start at that record: the ones in between, unread,
     may have been trimmed.
     """
-    request = {"StreamARN": stream_arn, "ShardId": shard_id, "ShardIteratorType": "TRIM_HORIZON"}
-    with translated("getting the trim horizon of", f"Kinesis shard {shard_id}"):
-        iterator = kinesis.get_shard_iterator(**request).get("ShardIterator")
-        records = kinesis.get_records(ShardIterator=iterator, Limit=1, StreamARN=stream_arn).get("Records", []) if iterator else []
-    oldest = records[0]["SequenceNumber"] if records else None
+    oldest = oldest_kept(kinesis, stream_arn, shard_id)
     if oldest is None or int(oldest) > int(after):
         kept = f"its oldest record is now {oldest}" if oldest else "it holds no record any more"
         raise errors.CheckpointError(
             f"records of Kinesis shard {shard_id} after sequence number {after}, not read yet, may have been "
             f"trimmed: {kept} (the stream keeps records {hours} h and reading fell that far behind)"
         )
+
+
+def oldest_kept(kinesis: Any, stream_arn: str, shard_id: str) -> str | None:
+    """The sequence number of the shard's oldest kept record; None when it keeps none.
+
+    A TRIM_HORIZON iterator may return empty pages before the first record ("GetRecords might return
+    an empty result ... multiple calls might be needed", Kinesis API Reference), so the pages are
+    followed until a record, the tip (MillisBehindLatest 0) or the end of a closed shard.
+    """
+    request = {"StreamARN": stream_arn, "ShardId": shard_id, "ShardIteratorType": "TRIM_HORIZON"}
+    with translated("getting the trim horizon of", f"Kinesis shard {shard_id}"):
+        iterator = kinesis.get_shard_iterator(**request).get("ShardIterator")
+        while iterator:
+            page = kinesis.get_records(ShardIterator=iterator, Limit=1, StreamARN=stream_arn)
+            if page.get("Records"):
+                return page["Records"][0]["SequenceNumber"]
+            if not page.get("MillisBehindLatest"):
+                return None
+            iterator = page.get("NextShardIterator")
+    return None
 
 
 def arrival_of(record: dict[str, Any]) -> float | None:

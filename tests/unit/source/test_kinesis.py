@@ -177,3 +177,13 @@ def test_a_shard_that_holds_nothing_any_more_was_trimmed_past_the_position():
     client = ScriptedKinesis([{"Records": [], "NextShardIterator": "next"}])
     with pytest.raises(CheckpointError, match="it holds no record any more"):
         kinesis.check_retained(client, ARN, "shard-0", "100", 24)
+
+
+def test_empty_pages_with_records_behind_them_are_followed_to_the_oldest_record():
+    client = ScriptedKinesis([
+        {"Records": [], "NextShardIterator": "second", "MillisBehindLatest": 5000},
+        {"Records": [], "NextShardIterator": "third", "MillisBehindLatest": 4000},
+        {"Records": [record(100)], "NextShardIterator": "next", "MillisBehindLatest": 0},
+    ])  # fmt: skip
+    assert kinesis.check_retained(client, ARN, "shard-0", "100", 24) is None
+    assert [call[1]["ShardIterator"] for call in client.calls[2:]] == ["second", "third"]
