@@ -15,7 +15,7 @@ from typing import Any, Iterable
 import pyarrow as pa
 
 from migrator.items import Item
-from migrator.target.delta_rows import ITEM_COLUMN, DeltaLayout, RowCounts, item_json, key_value, projected
+from migrator.target.delta_rows import ITEM_COLUMN, DeltaLayout, RowCounts, column_value, item_json, key_value
 
 DELETED_COLUMN = "_deleted"  # only in the MERGE's source: never a column of the table
 
@@ -36,7 +36,7 @@ def change_batch(states: Iterable[tuple[Item, Item | None]], layout: DeltaLayout
         for name, _ in layout.keys:
             columns[name].append(key_value(keys[name]))
         for name, kind in layout.columns:
-            value, fits = projected(image.get(name), kind) if image is not None else (None, True)
+            value, fits = column_value(layout, name, kind, image.get(name)) if image is not None else (None, True)
             columns[name].append(value)
             counts.unfit_values += not fits
         columns[ITEM_COLUMN].append(item_json(image) if image is not None else None)

@@ -139,6 +139,16 @@ def projected(value: dict[str, Any] | None, kind: str) -> tuple[Any, bool]:
     return converted, converted is not None
 
 
+def column_value(layout: "DeltaLayout", name: str, kind: str, value: dict[str, Any] | None) -> tuple[Any, bool]:
+    """An attribute's value for its `target.columns` column (`projected`). In a partition column an empty
+    string does not fit either: Delta writes a partition value "" as null (Hive's default partition), so it
+    would read back as a missing attribute."""
+    column, fits = projected(value, kind)
+    if column == "" and name in layout.partition_by:
+        return None, False
+    return column, fits
+
+
 def _number(text: str, kind: str) -> int | float | Decimal | None:
     with localcontext() as context:
         context.prec = 100  # DynamoDB numbers have at most 38 significant digits: every step is exact
@@ -174,7 +184,7 @@ def record_batch(items: Iterable[Item], layout: DeltaLayout, schema: pa.Schema, 
         for name, _ in layout.keys:
             columns[name].append(key_value(item[name]))
         for name, kind in layout.columns:
-            value, fits = projected(item.get(name), kind)
+            value, fits = column_value(layout, name, kind, item.get(name))
             columns[name].append(value)
             counts.unfit_values += not fits
         columns[ITEM_COLUMN].append(item_json(item))

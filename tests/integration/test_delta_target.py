@@ -37,7 +37,7 @@ from testsupport.s3_exports import (
     full_lines,
     write_export,
 )
-from testsupport.sample_data import create_sample_table, make_items
+from testsupport.sample_data import create_sample_table, make_item, make_items
 
 pytestmark = pytest.mark.integration
 
@@ -118,7 +118,7 @@ def test_all_types_into_a_local_delta_table_exactly(dynamodb, endpoint_url, spar
     assert summary.unfit_values == 1  # n_max (9.99...E+125) fits no decimal(38, 0): null there, exact in _item
     assert table.metadata().partition_columns == ["pk"]
     commits = local_commits(path)
-    assert len(commits) == 1 + ALL_TYPES_SEGMENTS + TYPING_COMMITS  # the table's creation, a commit per segment
+    assert len(commits) == FIRST_COMMITS + ALL_TYPES_SEGMENTS + TYPING_COMMITS  # the creation and the plan, a commit per segment
     ids = app_ids(commits)
     assert len(ids) == len(set(ids)) == ALL_TYPES_SEGMENTS
     assert all(app_id.endswith(f"-of-{ALL_TYPES_SEGMENTS}") for app_id in ids)
@@ -369,11 +369,31 @@ def test_a_full_export_into_delta_exactly_one_commit_per_file(s3, endpoint_url, 
     assert_exactly(items, table_items(DeltaTable(str(path))))
     assert DeltaTable(str(path)).to_pyarrow_table().schema.field("sk").type == pa.decimal128(38, 1)  # typed once all is in
     commits = local_commits(path)
-    assert len(commits) == 1 + 2 + TYPING_COMMITS and sorted(i.rpartition("-file-")[2] for i in app_ids(commits)) == sorted(export.data_keys)
+    assert len(commits) == FIRST_COMMITS + 2 + TYPING_COMMITS and sorted(i.rpartition("-file-")[2] for i in app_ids(commits)) == sorted(export.data_keys)
 
     for savepoint in (tmp_path / "savepoints").glob("savepoint_*.yaml"):  # the worst crash: committed, not saved
         savepoint.unlink()
     migrate_on_session(config, spark)
 
-    assert len(local_commits(path)) == 1 + 2 + TYPING_COMMITS
+    assert len(local_commits(path)) == FIRST_COMMITS + 2 + TYPING_COMMITS
     assert_exactly(items, table_items(DeltaTable(str(path))))
+
+
+def test_an_empty_string_in_a_partition_column_is_counted_unfit_and_kept_exact_in_the_item(dynamodb, endpoint_url,
+                                                                                          spark, table_name, tmp_path):  # fmt: skip
+    """Delta writes a partition value "" as null (Hive's default partition): it would read back as a missing
+    attribute, so it is left null and counted as a value that did not fit, and `_item` holds it."""
+    source = table_name("delta-empty-partition")
+    create_sample_table(dynamodb, source)
+    items = [dict(make_item(i), status={"S": status}) for i, status in enumerate(["open", "", "closed"])]
+    put_items(dynamodb, source, items)
+    path = tmp_path / "lake"
+    config = delta_config(tmp_path, endpoint_url, source, str(path), segments=1,
+                          columns=[{"name": "status", "type": "string"}], partitionBy=["status"])  # fmt: skip
+
+    summary = migrate_on_session(config, spark)
+
+    assert summary.unfit_values == 1, summary.render()
+    rows = DeltaTable(str(path)).to_pyarrow_table().to_pylist()
+    by_status = {json.loads(row["_item"])["status"]["S"]: row["status"] for row in rows}
+    assert by_status == {"open": "open", "": None, "closed": "closed"}
