@@ -3,7 +3,7 @@
 # against the embedded emulator (or LocalStack when AWS_ENDPOINT_URL is set) and a local
 # Spark. Extra arguments go to pytest, e.g. `scripts/test.sh tests/unit -k config`.
 #
-#   TEST_WORKERS=2      pytest-xdist workers, each with its own emulator and Spark session
+#   TEST_WORKERS=3      pytest-xdist workers, each with its own emulator and Spark session
 #                       (0 runs in this process, e.g. for `-s` or a debugger)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,10 +25,11 @@ exec "$real_java" "\$@"
 SHIM
 chmod +x "$counted/bin/java"
 export JAVA_HOME="$counted"
-# worksteal: an idle worker takes queued tests from the busy one, so a few long tests at the end
+# Three workers on two cores: many tests wait (a throttled minute, a job being killed), and a third
+# worker fills that time. worksteal: an idle worker takes queued tests from the busy one, so a few long tests at the end
 # do not leave a core idle. The slowest durations are printed for whoever next speeds the suite up.
 status=0
-"$VENV/bin/python" -m pytest -n "${TEST_WORKERS:-2}" --dist worksteal --durations=30 "$@" || status=$?
+"$VENV/bin/python" -m pytest -n "${TEST_WORKERS:-3}" --dist worksteal --durations=30 "$@" || status=$?
 touch "$counted/starts"
 echo "test: the run started $(grep -cx jvm "$counted/starts") JVMs (and $(grep -cx launcher "$counted/starts") short ones of Spark's launcher)"
 exit "$status"
