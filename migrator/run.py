@@ -72,9 +72,9 @@ def migrate(
     spark_factory = _once(spark_factory)
     result = result if result is not None else MigrationResult()
     if config.writes_delta and config.imports_export:
-        return _import_into_delta(loaded, spark_factory, should_stop, result)
+        return _import_into_delta(loaded, spark_factory, should_stop, result, progress_bar)
     if config.writes_delta:
-        return _write_delta(loaded, spark_factory, should_stop, result)
+        return _write_delta(loaded, spark_factory, should_stop, result, progress_bar)
     if config.imports_export:
         return _import_export(loaded, spark_factory, should_stop, result, progress_bar)
     if config.writes_export:
@@ -271,6 +271,7 @@ def _write_delta(
     spark_factory: SparkFactory,
     should_stop: Callable[[ReplicationSummary], bool] | None,
     result: MigrationResult,
+    progress_bar: bool = False,
 ) -> MigrationResult:
     """The source table into a Delta table, a commit per segment: every check first, resumable by savepoint.
 
@@ -294,41 +295,47 @@ def _write_delta(
     start = delta_copy.resume_in_table(config, checks, store, progress, copied_in_config(config))
     if streaming:
         checkpoint.check_writable(checkpoint.location(config))
-    metrics = ReplicationMetrics(config.ready_lag, config.metrics_port, config.metrics_host) if streaming else None
+    registry = endpoint(config.metrics_port, config.metrics_host)  # binds metricsPort: the snapshot's and the replication's
+    metrics = ReplicationMetrics(config.ready_lag, registry=registry) if streaming else None
+    snapshot_metrics = SnapshotMetrics(registry)
     spark = spark_factory()
-    saved = Checkpoint(spark, checkpoint.location(config)) if streaming else None
-    stream = None
-    restarts = 0
-    if saved is not None:  # before the snapshot: no write made during it is missed
-        if changes_only:
-            delta_copy.check_changes_only_target(checks, saved.exists(), saved.where)
-        try:
-            _check_no_restart_owed(store, saved)
-            replay_start.check_copies_have_a_start(config, saved, start.copied, store.path)
-            stream = _stream(config, checks, saved)
-            _check_age(saved, stream)
-        except CheckpointError as exc:
-            stream, start = _restart_delta(config, exc, saved, store, checks, metrics)
-            restarts += 1
-    while True:
-        if changes_only:  # no snapshot: the stream's changes are merged into the table found, or an empty new one
-            delta_copy.create_when_missing(checks)
-        else:
-            result.phase = "snapshot"
-            result.snapshot = delta_copy.copy_to_delta(spark, config, checks, store, start)
-        if stream is None:
-            return result
-        if result.snapshot is not None:
-            log.info("\n%s", result.snapshot.render())  # the run goes on: show the snapshot's summary now
-        try:
-            replay_start.check_before_replication(saved, stream)
-            result.phase = "replication"
-            result.replication = replicate(spark, config, stream, saved.where, should_stop, metrics)
-            result.replication.reinitializations = restarts
-            return result
-        except CheckpointError as exc:
-            stream, start = _restart_delta(config, exc, saved, store, checks, metrics)
-            restarts += 1
+    # Listening before anything is written: a pinned progressPort that is taken stops the run here.
+    with progress_channel(*driver_addresses(spark), config.progress_port) as channel:
+        saved = Checkpoint(spark, checkpoint.location(config)) if streaming else None
+        stream = None
+        restarts = 0
+        if saved is not None:  # before the snapshot: no write made during it is missed
+            if changes_only:
+                delta_copy.check_changes_only_target(checks, saved.exists(), saved.where)
+            try:
+                _check_no_restart_owed(store, saved)
+                replay_start.check_copies_have_a_start(config, saved, start.copied, store.path)
+                stream = _stream(config, checks, saved)
+                _check_age(saved, stream)
+            except CheckpointError as exc:
+                stream, start = _restart_delta(config, exc, saved, store, checks, metrics)
+                restarts += 1
+        while True:
+            if changes_only:  # no snapshot: the stream's changes are merged into the table found, or an empty new one
+                delta_copy.create_when_missing(checks)
+            else:
+                result.phase = "snapshot"
+                result.snapshot = delta_copy.copy_to_delta(
+                    spark, config, checks, store, start, channel, metrics=snapshot_metrics, progress_bar=progress_bar
+                )
+            if stream is None:
+                return result
+            if result.snapshot is not None:
+                log.info("\n%s", result.snapshot.render())  # the run goes on: show the snapshot's summary now
+            try:
+                replay_start.check_before_replication(saved, stream)
+                result.phase = "replication"
+                result.replication = replicate(spark, config, stream, saved.where, should_stop, metrics)
+                result.replication.reinitializations = restarts
+                return result
+            except CheckpointError as exc:
+                stream, start = _restart_delta(config, exc, saved, store, checks, metrics)
+                restarts += 1
 
 
 def _restart_delta(
@@ -409,6 +416,7 @@ def _import_into_delta(
     spark_factory: SparkFactory,
     should_stop: Callable[[ReplicationSummary], bool] | None,
     result: MigrationResult,
+    progress_bar: bool = False,
 ) -> MigrationResult:
     """An S3 export into a Delta table (a full export a commit per data file, an incremental one a MERGE): every
     check first, resumable by savepoint. With target.streamChanges, the live table's stream is then merged into
@@ -424,18 +432,24 @@ def _import_into_delta(
     if chained:
         checkpoint.check_writable(checkpoint.location(config))
         live = chaining.find_live_stream(config, checks.source)
-    metrics = ReplicationMetrics(config.ready_lag, config.metrics_port, config.metrics_host) if chained else None
+    registry = endpoint(config.metrics_port, config.metrics_host)  # binds metricsPort: the import's and the replication's
+    metrics = ReplicationMetrics(config.ready_lag, registry=registry) if chained else None
+    import_metrics = SnapshotMetrics(registry, unit="files")
     spark = spark_factory()
-    saved = Checkpoint(spark, checkpoint.location(config)) if chained else None
-    stream = None
-    if saved is not None:
-        chaining.check_resumable(config, live, checks.source, saved, done)  # the last check
-        stream = _open_chained_stream(config, live, checks.source.summary, saved)
-    result.phase = "snapshot"
-    result.snapshot = delta_import.import_to_delta(spark, config, checks, store, done)
-    if saved is None:
-        return result
-    return _replicate_after_import(spark, config, checks.source.summary, live, stream, saved, should_stop, metrics, result)
+    # Listening before anything is written: a pinned progressPort that is taken stops the run here.
+    with progress_channel(*driver_addresses(spark), config.progress_port) as channel:
+        saved = Checkpoint(spark, checkpoint.location(config)) if chained else None
+        stream = None
+        if saved is not None:
+            chaining.check_resumable(config, live, checks.source, saved, done)  # the last check
+            stream = _open_chained_stream(config, live, checks.source.summary, saved)
+        result.phase = "snapshot"
+        result.snapshot = delta_import.import_to_delta(
+            spark, config, checks, store, done, channel, metrics=import_metrics, progress_bar=progress_bar
+        )
+        if saved is None:
+            return result
+        return _replicate_after_import(spark, config, checks.source.summary, live, stream, saved, should_stop, metrics, result)
 
 
 def _stream(

@@ -31,7 +31,10 @@ from migrator.snapshot.delta_units import committed_by_the_driver
 from migrator.snapshot.export_write import plan_scan
 from migrator.snapshot.outcomes import DeltaSegmentOutcome
 from migrator.snapshot.preflight import Preflight, describe_live_source
+from migrator.metrics import SnapshotMetrics
 from migrator.snapshot.progress import ProgressReporter, SnapshotSummary, scan_scale
+from migrator.snapshot.progress_bar import watched_on_a_terminal
+from migrator.snapshot.progress_channel import ProgressAddress, ProgressChannel
 from migrator.snapshot.runner import UnitJobs, delta_executors, run_units
 from migrator.snapshot.savepoints import (
     ResumePoint, SavepointStore, Side, SnapshotProgress, TargetTable, UnitLedger, resume_point,
@@ -164,10 +167,12 @@ def copy_id_of(config: MigratorConfig, checks: DeltaPreflight, store: SavepointS
 
 
 def copy_to_delta(
-    spark: SparkSession, config: MigratorConfig, checks: DeltaPreflight, store: SavepointStore, start: ResumePoint
-) -> DeltaSummary:
+    spark: SparkSession, config: MigratorConfig, checks: DeltaPreflight, store: SavepointStore, start: ResumePoint,
+    channel: ProgressChannel, *, metrics: SnapshotMetrics | None = None, progress_bar: bool = False,
+) -> DeltaSummary:  # fmt: skip
     """Create the table when missing, pin this copy's plan in it, then write every segment not yet written,
-    saving each as it is committed."""
+    saving each as it is committed. Running segments report their rows through `channel`, to the progress
+    lines (a bar on a terminal, with `progress_bar`) and the snapshot metrics, as a table copy's do."""
     identity = create_when_missing(checks)
     plan = plan_scan(config, checks.source, spark.sparkContext.defaultParallelism, start.total_segments)
     copy_id = copy_id_of(config, checks, store)
@@ -184,16 +189,18 @@ def copy_to_delta(
     ledger.start()
     if start.copied:
         log.info("resuming from %s: %d of %d segments already copied", store.path, len(start.copied), plan.total_segments)
-    reporter = ProgressReporter(summary, scan_scale("snapshot", summary, checks.source.item_count))
+    scale = scan_scale("snapshot", summary, checks.source.item_count)
+    reporter = ProgressReporter(summary, scale, running=channel.counting(), metrics=metrics)
 
     def on_written(outcome: DeltaSegmentOutcome) -> None:
         ledger.record(outcome.segment)
         reporter.record(outcome)
 
-    tasks = [_task(config, checks, plan.total_segments, plan.read_units_per_task, copy_id, segment)
+    tasks = [_task(config, checks, plan.total_segments, plan.read_units_per_task, copy_id, segment, channel.address)
              for segment in range(plan.total_segments) if segment not in start.done]  # fmt: skip
     try:
-        run_units(spark, tasks, plan.concurrency, on_written, DELTA_SEGMENT_JOBS)
+        with reporter.watching(progress_bar and watched_on_a_terminal(spark)):
+            run_units(spark, tasks, plan.concurrency, on_written, DELTA_SEGMENT_JOBS)
     except KeyboardInterrupt:  # Ctrl+C or SIGTERM: what this run wrote, before the command's last line
         log.info("\n%s", summary.render(ended="interrupted"))
         raise
@@ -242,11 +249,13 @@ def identity_of(table: DeltaTable) -> TargetTable:
 
 
 def _task(
-    config: MigratorConfig, checks: DeltaPreflight, total: int, read_units: float, copy_id: str, segment: int
-) -> DeltaSegmentTask:
+    config: MigratorConfig, checks: DeltaPreflight, total: int, read_units: float, copy_id: str, segment: int,
+    progress: ProgressAddress | None,
+) -> DeltaSegmentTask:  # fmt: skip
     return DeltaSegmentTask(
         **read_settings(config, checks),
         segment=segment,
+        progress=progress,
         total_segments=total,
         read_units_per_second=read_units,
         location=checks.target,

@@ -32,7 +32,10 @@ from migrator.snapshot.export_copy import FileTask
 from migrator.snapshot.export_import import exported_table, import_scale
 from migrator.snapshot.file_delta import DeltaFileTask, import_file_to_delta
 from migrator.snapshot.outcomes import DeltaFileOutcome
-from migrator.snapshot.progress import ImportSummary, ProgressReporter, ProgressScale
+from migrator.metrics import SnapshotMetrics
+from migrator.snapshot.progress import ImportSummary, ProgressReporter
+from migrator.snapshot.progress_bar import watched_on_a_terminal
+from migrator.snapshot.progress_channel import ProgressAddress, ProgressChannel
 from migrator.snapshot.runner import UnitJobs, delta_executors, run_units
 from migrator.snapshot.savepoints import ImportProgress, SavepointStore, UnitLedger
 from migrator.source.s3export import ExportManifests, check_files_present, read_manifests
@@ -84,8 +87,9 @@ def check_table_is_this_imports(config: MigratorConfig, checks: DeltaImportPrefl
 
 
 def import_to_delta(
-    spark: SparkSession, config: MigratorConfig, checks: DeltaImportPreflight, store: SavepointStore, done: frozenset[str]
-) -> ImportSummary:
+    spark: SparkSession, config: MigratorConfig, checks: DeltaImportPreflight, store: SavepointStore, done: frozenset[str],
+    channel: ProgressChannel, *, metrics: SnapshotMetrics | None = None, progress_bar: bool = False,
+) -> ImportSummary:  # fmt: skip
     """Create the table when missing, then import every data file not in `done`, saving each after its commit
     (an incremental export's files: all of them after its one MERGE)."""
     source: S3ExportSource = config.source
@@ -99,7 +103,7 @@ def import_to_delta(
     ledger = UnitLedger(store, ImportProgress(source.table, checks.target.uri, done, identity))
     ledger.start()
     copy_id = store.identity.stem()
-    tasks = [_task(config, checks, manifests, number, copy_id)
+    tasks = [_task(config, checks, manifests, number, copy_id, channel.address)
              for number, data_file in enumerate(manifests.files, start=1) if data_file.data_file_s3_key not in done]  # fmt: skip
     if tasks and manifests.summary.is_incremental:
         changes = DeltaChanges(checks.target, checks.layout, f"{copy_id}-changes", tuple(config.rename_map.items()),
@@ -109,7 +113,9 @@ def import_to_delta(
         overwrite = config.target.overwrite and not done  # checked before anything was written
         if pin_plan_once(checks.target, checks.layout, copy_id, len(manifests.files), overwrite=overwrite):
             log.warning("target.overwrite: emptied the Delta table %s, which no commit of this import wrote", checks.target.uri)
-        _import_files(spark, tasks, summary, ledger, import_scale(manifests, done))
+        watching = progress_bar and watched_on_a_terminal(spark)
+        reporter = ProgressReporter(summary, import_scale(manifests, done), running=channel.counting(), metrics=metrics)
+        _import_files(spark, tasks, ledger, reporter, watching)
     type_number_keys(checks.target, checks.layout, delta_executors(spark, "typing"))  # every file is in: the keys' scale is known
     summary.finished = time.monotonic()
     return summary
@@ -120,25 +126,27 @@ def _file_app_id(copy_id: str, data_file_key: str) -> str:
 
 
 def _import_files(
-    spark: SparkSession, tasks: list[DeltaFileTask], summary: ImportSummary, ledger: UnitLedger, scale: ProgressScale
+    spark: SparkSession, tasks: list[DeltaFileTask], ledger: UnitLedger, reporter: ProgressReporter, watching: bool
 ) -> None:
-    """A full export's files, a commit each, `defaultParallelism` at once; each saved as soon as it is committed."""
-    reporter = ProgressReporter(summary, scale)
+    """A full export's files, a commit each, `defaultParallelism` at once; each saved as soon as it is committed,
+    the running ones reporting their rows to `reporter` (a bar when `watching`)."""
 
     def on_imported(outcome: DeltaFileOutcome) -> None:
         ledger.record(outcome.file_key)
         reporter.record(outcome)
 
-    run_units(spark, tasks, spark.sparkContext.defaultParallelism, on_imported, DELTA_FILE_JOBS)
+    with reporter.watching(watching):
+        run_units(spark, tasks, spark.sparkContext.defaultParallelism, on_imported, DELTA_FILE_JOBS)
 
 
 def _task(
-    config: MigratorConfig, checks: DeltaImportPreflight, manifests: ExportManifests, number: int, copy_id: str
-) -> DeltaFileTask:
+    config: MigratorConfig, checks: DeltaImportPreflight, manifests: ExportManifests, number: int, copy_id: str,
+    progress: ProgressAddress | None,
+) -> DeltaFileTask:  # fmt: skip
     source: S3ExportSource = config.source
     data_file = manifests.files[number - 1]
     file = FileTask(source.client_spec("source"), source.bucket, data_file, manifests.summary.output_format,
-                    number, len(manifests.files))  # fmt: skip
+                    number, len(manifests.files), progress=progress)  # fmt: skip
     return DeltaFileTask(
         file, checks.target, checks.layout, _file_app_id(copy_id, data_file.data_file_s3_key),
         tuple(config.rename_map.items()), checks.key_names,

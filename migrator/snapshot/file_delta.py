@@ -20,6 +20,7 @@ from migrator.export.decode import read_items
 from migrator.items import rename_attributes
 from migrator.snapshot.export_copy import FileTask, file_failed, local_copy, names_its_file
 from migrator.snapshot.outcomes import DeltaFileOutcome
+from migrator.snapshot.progress_channel import RunningCounts, reporting
 from migrator.target.delta import DeltaLocation, write_once
 from migrator.target.delta_rows import DeltaLayout, RowCounts, record_batch
 from migrator.task_boundary import errors_returned
@@ -45,7 +46,7 @@ def import_file_to_delta(task: DeltaFileTask) -> DeltaFileOutcome:
     rows = RowCounts()
     adds = None
     with errors_returned(f"importing {task.file.file_key}", file_failed(task.file), keep=names_its_file) as caught:
-        with local_copy(task.file) as copy:
+        with local_copy(task.file) as copy, reporting(task.file.progress, task.file.number, lambda: RunningCounts(rows.items)):
             items = read_items(task.file.data_file, copy, task.file.output_format)
             adds = write_once(task.location, task.layout, task.app_id, _batches(task, items, rows))
     return DeltaFileOutcome(

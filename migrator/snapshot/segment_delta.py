@@ -19,6 +19,7 @@ import pyarrow as pa
 from migrator.errors import SegmentFailed
 from migrator.items import item_size_bytes
 from migrator.snapshot.outcomes import DeltaSegmentOutcome
+from migrator.snapshot.progress_channel import RunningCounts, reporting
 from migrator.snapshot.segment_read import SegmentRead, live_pages
 from migrator.source.scan import ScanCounters
 from migrator.target.delta import DeltaLocation, write_once
@@ -46,7 +47,8 @@ def write_delta_segment(task: DeltaSegmentTask) -> DeltaSegmentOutcome:
         return SegmentFailed(task.segment, task.total_segments, f"writing {task.location.uri}: {cause}", retryable)
 
     with errors_returned(f"segment {task.segment}", failed) as caught:
-        adds = write_once(task.location, task.layout, task.app_id, _batches(task, counters, rows, totals))
+        with reporting(task.progress, task.segment, lambda: RunningCounts(rows.items, totals["item_bytes"])):
+            adds = write_once(task.location, task.layout, task.app_id, _batches(task, counters, rows, totals))
     return DeltaSegmentOutcome(
         segment=task.segment,
         scanned=counters.items,

@@ -15,8 +15,10 @@ import time
 from pathlib import Path
 
 import pytest
+from deltalake import DeltaTable
 
 from migrator.errors import ProgressPortUnavailable
+from migrator.items import from_dynamodb_json
 from migrator.snapshot.progress_channel import RunningCounts, progress_channel, reporting
 from testsupport.all_types import assert_same_items
 from testsupport.emulator import free_port
@@ -43,9 +45,28 @@ def slow_segment(dynamodb, endpoint_url, table_name, tmp_path):
     return config, target
 
 
+@pytest.fixture(params=["dynamodb", "delta"])
+def slow_segment_into(request, dynamodb, endpoint_url, table_name, tmp_path):
+    """A slow segment copied into a DynamoDB table or a Delta table: every route reports the same way.
+    (config, a function returning the items the target holds)."""
+    source_block = slow_segment_source(dynamodb, endpoint_url, table_name("progress"))
+    if request.param == "dynamodb":
+        table = table_name("progress-copy")
+        target, copied = side(endpoint_url, table), lambda: scan_all(dynamodb, table)
+    else:
+        path = tmp_path / "lake"
+        target = {"type": "delta", "path": str(path)}
+        copied = lambda: [from_dynamodb_json(json.loads(text)) for text in DeltaTable(str(path)).to_pyarrow_table().column("_item").to_pylist()]  # noqa: E731
+
+    def config(**top_level) -> Path:
+        return write_config(tmp_path, {"source": source_block, "target": target, **top_level})
+
+    return config, copied
+
+
 @pytest.mark.e2e
-def test_a_line_counts_the_items_of_a_segment_still_running(dynamodb, slow_segment):
-    config, target = slow_segment
+def test_a_line_counts_the_items_of_a_segment_still_running(slow_segment_into):
+    config, copied = slow_segment_into
     job = start_job(config())
     lines: list[str] = []
 
@@ -57,7 +78,7 @@ def test_a_line_counts_the_items_of_a_segment_still_running(dynamodb, slow_segme
     assert job.wait(timeout=60) == 0, "".join(lines)
     assert "snapshot: 1/1 segments, 80 items copied" in "".join(lines)
     assert "%|" not in "".join(lines), "a bar was drawn on a pipe"
-    assert_same_items(make_items(ITEMS, payload_bytes=PAYLOAD_BYTES), scan_all(dynamodb, target))
+    assert_same_items(make_items(ITEMS, payload_bytes=PAYLOAD_BYTES), copied())
 
 
 @pytest.mark.e2e
@@ -105,8 +126,8 @@ def _items_before_the_end(line: str) -> int:
 
 
 @pytest.mark.e2e
-def test_the_metrics_endpoint_serves_the_snapshot_while_it_runs(slow_segment):
-    config, _ = slow_segment
+def test_the_metrics_endpoint_serves_the_snapshot_while_it_runs(slow_segment_into):
+    config, _ = slow_segment_into
     port = free_port()
     job = start_job(config(metricsPort=port, metricsHost="127.0.0.1"))
     lines: list[str] = []
