@@ -147,7 +147,8 @@ def resume_in_table(
     trusted = progress if progress is not None and pinned in (None, progress.total_segments) else None
     start = resume_point(trusted, pinned or configured, config.skip_segments, copied_in_config)
     copied = frozenset(s for s in start.copied if _committed(table, copy_id, s, start.total_segments))
-    if pinned is None and not copied and holds_rows(table) and not config.target.overwrite:
+    copies = not config.target.skip_initial_snapshot_transfer  # changes only merge by key: a table's rows are fine
+    if copies and pinned is None and not copied and holds_rows(table) and not config.target.overwrite:
         raise DeltaTargetError(
             checks.target.uri,
             "holds rows that no commit of this copy wrote (another copy's, an earlier export's, or changes "

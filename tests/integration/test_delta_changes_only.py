@@ -109,6 +109,13 @@ def test_changes_only_into_an_empty_path_creates_the_table_and_merges_every_chan
     assert pa.schema(table.schema().to_arrow()).field("sk").type in (pa.string(), pa.large_string())
     assert table.metadata().configuration[MARKER] == PENDING
 
+    # Stopped and started again, as an operator does: the rows it merged are this replication's, not a copy's.
+    later = list(make_items(3, start=2000))
+    changed_keys |= {repr(key_of(item)) for item in later}
+    rerun = run_until(config, spark, lambda: put_items(dynamodb, source, later),
+                      lambda: same_items(expected(), delta_items(path)) and committed(tmp_path / "checkpoint"))  # fmt: skip
+    assert rerun.snapshot is None and len(delta_items(path)) == 21
+
     # The table is deleted while the job is stopped: the checkpoint resumes after batches merged into it, so a
     # new empty table would silently lack them. Refused, nothing written.
     shutil.rmtree(path)
