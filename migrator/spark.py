@@ -132,10 +132,15 @@ class Silencer:
 
 
 def running_tasks(spark: SparkSession) -> int:
-    """Tasks running on every executor (the driver's, in local mode). A task counts until its
-    completion listeners have run and it has reported its end."""
-    executors = spark.sparkContext._jsc.sc().statusTracker().getExecutorInfos()
-    return sum(executor.numRunningTasks() for executor in executors)
+    """Tasks running on every executor (the driver's, in local mode), as the task scheduler counts
+    them: a task counts from its launch until its executor reports its end, which it does after
+    the task's completion listeners have run. (Spark's status store, which the UI reads, is
+    written at most every 100 ms and misses tasks that start between two writes.)"""
+    by_executor = spark.sparkContext._jsc.sc().taskScheduler().runningTasksByExecutors().valuesIterator()
+    count = 0
+    while by_executor.hasNext():
+        count += by_executor.next()
+    return count
 
 
 def wait_for_running_tasks(spark: SparkSession, timeout_seconds: float) -> bool:

@@ -156,3 +156,31 @@ def _run_an_endless_task(context) -> None:
         context.parallelize([1], 1).foreach(endless)
     except Exception:  # the cancel, as the test means it
         pass
+
+
+def test_running_tasks_counts_each_task_from_its_start_to_its_end(spark, tmp_path):
+    """The stop's wait is only as good as this count: tasks that have started count at once (Spark's
+    status store, which the UI reads, is updated at most every 100 ms and can miss them)."""
+    from migrator.spark import running_tasks
+
+    context, release = spark.sparkContext, tmp_path / "release"
+
+    def held(index: int, _rows):
+        (tmp_path / f"started-{index}").touch()
+        deadline = time.monotonic() + 120
+        while not release.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return iter([index])
+
+    runner = threading.Thread(target=lambda: context.parallelize(range(2), 2).mapPartitionsWithIndex(held).collect())
+    runner.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not all((tmp_path / f"started-{i}").exists() for i in range(2)):
+            assert time.monotonic() < deadline, "the two tasks never started"
+            time.sleep(0.02)
+        assert running_tasks(spark) == 2
+    finally:
+        release.touch()
+        runner.join(timeout=60)
+    assert running_tasks(spark) == 0
