@@ -28,8 +28,10 @@ def run(config: Path, spark, should_stop):
     return migrate(load_config(str(config)), lambda: spark, should_stop)
 
 
-def until_converged(client, source: str, target: str, actions=(), seconds: float = RUN_SECONDS):
-    """A should_stop: run each action once (one per call), then stop when the target equals the source."""
+def until_converged(client, source: str, target: str, actions=(), seconds: float = RUN_SECONDS, records: int = 0):
+    """A should_stop: run each action once (one per call), then stop when the target equals the source
+    and the replication has read at least `records` stream records (a snapshot can copy every change
+    made while it ran, so equality alone can come before the replay has read any of them)."""
     pending = list(actions)
     deadline = time.monotonic() + seconds
 
@@ -38,6 +40,8 @@ def until_converged(client, source: str, target: str, actions=(), seconds: float
             pending.pop(0)()
             return False
         assert time.monotonic() < deadline, f"not converged in {seconds} s: {summary}"
+        if summary.records < records:
+            return False
         return by_key(scan_all(client, source)) == by_key(scan_all(client, target))
 
     return should_stop

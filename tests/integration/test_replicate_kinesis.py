@@ -54,7 +54,7 @@ def test_snapshot_while_writing_then_replay_from_at_timestamp_then_restart(
     writer = Writer(dynamodb, source, seed=5)
     writer.start()  # during the snapshot: these writes reach the target through the replay
     try:
-        result = run(config, spark, until_converged(dynamodb, source, target, [writer.stop.set, writer.join]))
+        result = run(config, spark, until_converged(dynamodb, source, target, [writer.stop.set, writer.join], records=1))
     finally:
         writer.stop.set()
     assert writer.writes > 20
