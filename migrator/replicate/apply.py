@@ -19,9 +19,10 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, replace
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import pyarrow as pa
+from pyspark import TaskContext
 
 from migrator import aws
 from migrator.config import MigratorConfig
@@ -42,6 +43,9 @@ from migrator.target.delta_rows import DeltaLayout, RowCounts
 from migrator.target.pipeline import PipelinedWriter, put_or_delete
 from migrator.target.writer import WriteCounters
 from migrator.task_boundary import errors_returned
+
+if TYPE_CHECKING:  # a Delta target's only: a DynamoDB target's executors never import deltalake
+    from migrator.target.delta_staging import StagedFile, StagingArea
 from migrator.wire import wire_client
 
 # How much unspent capacity a partition's write or lookup pacing may save up (see _apply).
@@ -71,6 +75,11 @@ class ApplyTask:
     # A Delta target: the partition's changes come back as rows of this layout (`ApplyOutcome.delta_rows`),
     # merged by the driver in one commit per batch; None: written to the DynamoDB target here.
     delta_layout: DeltaLayout | None = None
+    # A Delta target: a partition whose rows take more than `delta_held_bytes` writes them as a file in
+    # this batch's staging folder beside the table and returns only the file's name, so that a batch of
+    # large items never passes through the driver (`spark.driver.maxResultSize`).
+    delta_staging: StagingArea | None = None
+    delta_held_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -87,6 +96,7 @@ class ApplyOutcome:
     first_skipped: str | None = None  # why the first record that is no change was skipped
     oldest_created_at: float = 0.0  # of the partition's changes; 0.0: none
     delta_rows: pa.RecordBatch | None = None  # a Delta target: each key's final state (`delta_changes`)
+    delta_staged: StagedFile | None = None  # a Delta target: those rows, when staged instead (`ApplyTask.delta_staging`)
     unfit_values: int = 0  # a Delta target: projected values left null (`_item` holds them)
 
 
@@ -117,7 +127,7 @@ def apply_partition(task: ApplyTask, rows: Iterator[Any]) -> Iterator[ApplyOutco
         changes = [c for c in changes if key_repr(c.key) not in task.stale_keys]
     counters = WriteCounters()
     puts = deletes = 0
-    rows, row_counts = None, RowCounts()
+    rows, staged, row_counts = None, None, RowCounts()
 
     def failed(cause: str, retryable: bool) -> MigratorError:  # a bug or an untranslated client error
         return MigratorError(f"applying changes to target table {task.target_table!r} failed: {cause[:300]}")
@@ -129,6 +139,8 @@ def apply_partition(task: ApplyTask, rows: Iterator[Any]) -> Iterator[ApplyOutco
             puts, deletes = _apply(task, collapse(wanted), counters)
         else:
             rows, puts, deletes = _delta_rows(task, collapse(wanted), row_counts)
+            if task.delta_staging is not None and rows.nbytes > task.delta_held_bytes:
+                staged, rows = _staged(task.delta_staging, rows), None
     error = caught.error
     newest = max((c.created_at for c in changes), default=0.0)
     oldest = min((c.created_at for c in changes), default=0.0)
@@ -138,8 +150,18 @@ def apply_partition(task: ApplyTask, rows: Iterator[Any]) -> Iterator[ApplyOutco
     yield ApplyOutcome(
         read, puts, deletes, counters.retries, frozenset(newest_by_shard), newest, error,
         tuple(newest_by_shard.items()), tuple(dropped.items()), skipped[0] if skipped else None,
-        oldest_created_at=oldest, delta_rows=rows if error is None else None, unfit_values=row_counts.unfit_values,
+        oldest_created_at=oldest, delta_rows=rows if error is None else None,
+        delta_staged=staged if error is None else None, unfit_values=row_counts.unfit_values,
     )  # fmt: skip
+
+
+def _staged(area: StagingArea, rows: pa.RecordBatch) -> StagedFile | None:
+    """The rows as one file in the batch's staging folder, named by this task's attempt (unique in the run):
+    only the file of the attempt whose outcome the driver receives is merged."""
+    from migrator.target.delta_staging import stage
+
+    context = TaskContext.get()
+    return stage(area, f"part-{context.partitionId():05d}-task-{context.taskAttemptId()}.parquet", rows.schema, [rows])
 
 
 def _apply(task: ApplyTask, changes: list[ChangeRecord], counters: WriteCounters) -> tuple[int, int]:

@@ -1,23 +1,23 @@
 """Replication into a Delta table (`target.type: delta`): the driver's side of each micro-batch.
 
 The executors collapse each partition's changes as for a DynamoDB target (`migrator.replicate.apply`),
-but return each key's final state as rows (`migrator.target.delta_changes`) instead of writing it.
-The driver gathers the batch's rows (a batch is bounded by the stream's batch size, so they are not
-staged in the object store as an incremental export's are, `migrator.target.delta_staging`: that would
-add a write and a read to every batch's lag) and applies them as ONE Delta MERGE by key, whose files
-the executors write (`migrator.target.delta_file_merge`), committed
-with an application transaction: app id the replication's appName (`<appName>-restart-<n>` after
-the n-th restart, `migrator.target.delta_restart`), version Spark's batch id
-(`migrator.target.delta.merge_once`). A batch
-replayed after a crash between the Delta commit and Spark's checkpoint commit finds its version
-in the table and is not applied twice.
+but return each key's final state as rows (`migrator.target.delta_changes`) instead of writing it. A
+partition's rows come back to the driver while they are small; above a share of
+`spark.driver.maxResultSize` (`held_bytes_per_partition`), the executor stages them as a Parquet file
+beside the table (`migrator.target.delta_staging`, one folder per run and batch) and returns the file's
+name, so a batch of items near 400 KB from a backlog over many shards passes whatever its size, and its
+replay passes too. The batch is applied as ONE Delta MERGE by key, whose files the executors write
+(`migrator.target.delta_file_merge`), committed with an application transaction: app id the
+replication's appName (`<appName>-restart-<n>` after the n-th restart, `migrator.target.delta_restart`),
+version Spark's batch id (`migrator.target.delta.merge_once`). A batch replayed after a crash between
+the Delta commit and Spark's checkpoint commit finds its version in the table and is not applied twice.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 from deltalake import DeltaTable
@@ -26,15 +26,21 @@ from pyspark.sql import SparkSession
 
 from migrator.config import DeltaTarget, MigratorConfig
 from migrator.errors import ConfigError, DeltaTargetError, DeltaWriteFailed
-from migrator.replicate.apply import ApplyOutcome
+from migrator.replicate.apply import ApplyOutcome, ApplyTask
 from migrator.replicate.checkpoint import app_name
 from migrator.target.delta import DeltaLocation, check_location, location_of, merge_once
 from migrator.target.delta_changes import change_schema
-from migrator.target.delta_file_merge import Executors, HeldChanges, SparkExecutors
+from migrator.target.delta_file_merge import Changes, Executors, HeldChanges, SparkExecutors
 from migrator.target.delta_restart import generation_id, restarts_of
 from migrator.target.delta_rows import ITEM_COLUMN, DeltaLayout, LayoutError
+from migrator.target.delta_staging import StagedChanges, StagingArea, new_staging, stage
 
 log = logging.getLogger(__name__)
+
+# The share of spark.driver.maxResultSize a batch's rows may take on their way to the driver: the rest is
+# left to the outcomes' other fields and to what a row's pickled form adds to its Arrow size.
+HELD_SHARE_OF_RESULT_SIZE = 0.25
+HELD_BYTES_PER_PARTITION_AT_MOST = 8 * 1024 * 1024  # more is staged even when the driver could take it
 
 
 @dataclass(frozen=True)
@@ -45,13 +51,18 @@ class DeltaApplier:
     layout: DeltaLayout
     app_id: str
     executors: Executors
+    staging: StagingArea  # this run's folder: each batch stages in a folder of its own under it
+    held_bytes: int | None  # the most of a batch's rows that come back to the driver; None: no bound but a partition's
+
+    def batch_task(self, task: ApplyTask, batch_id: int, partitions: int) -> ApplyTask:
+        """The task for one batch of `partitions` partitions: where a partition stages rows too large to return."""
+        per_partition = held_bytes_per_partition(self.held_bytes, partitions)
+        return replace(task, delta_staging=self._batch_staging(batch_id), delta_held_bytes=per_partition)
 
     def commit(self, batch_id: int, outcomes: list[ApplyOutcome]) -> bool:
         """Merge the batch's rows as one commit; False when the table already holds this batch."""
-        parts = [outcome.delta_rows for outcome in outcomes if outcome.delta_rows is not None]
-        rows = pa.Table.from_batches(parts, schema=change_schema(self.layout))
-        changes = HeldChanges(rows) if rows.num_rows else None
         try:
+            changes = self._changes(batch_id, outcomes)
             merged = merge_once(self.location, self.layout, self.app_id, batch_id, changes, self.executors)
         except (DeltaError, OSError) as exc:
             raise DeltaWriteFailed(
@@ -64,6 +75,37 @@ class DeltaApplier:
                 batch_id, self.app_id,
             )  # fmt: skip
         return merged
+
+    def _changes(self, batch_id: int, outcomes: list[ApplyOutcome]) -> Changes | None:
+        """The batch's rows: held by the driver, or, when a partition staged its own, all of them staged (the
+        partitions' that came back written by the driver beside them), so one MERGE reads one kind."""
+        schema = change_schema(self.layout)
+        held = [outcome.delta_rows for outcome in outcomes if outcome.delta_rows is not None]
+        staged = [outcome.delta_staged for outcome in outcomes if outcome.delta_staged is not None]
+        if not staged:
+            rows = pa.Table.from_batches(held, schema=schema)
+            return HeldChanges(rows) if rows.num_rows else None
+        area = self._batch_staging(batch_id)
+        from_driver = stage(area, "driver.parquet", schema, held)
+        return StagedChanges(area, tuple(staged) + ((from_driver,) if from_driver else ()), schema)
+
+    def _batch_staging(self, batch_id: int) -> StagingArea:
+        return StagingArea(self.location, f"{self.staging.folder}/batch-{batch_id}")
+
+
+def held_bytes_per_partition(held_bytes: int | None, partitions: int) -> int:
+    """What one partition of a batch may return to the driver: its share of `held_bytes`, and no more than
+    HELD_BYTES_PER_PARTITION_AT_MOST."""
+    if held_bytes is None:
+        return HELD_BYTES_PER_PARTITION_AT_MOST
+    return min(HELD_BYTES_PER_PARTITION_AT_MOST, held_bytes // max(1, partitions))
+
+
+def driver_held_bytes(spark: SparkSession) -> int | None:
+    """The bytes of a batch's rows the driver takes: a share of spark.driver.maxResultSize; None when it is 0
+    (no limit)."""
+    limit = spark.sparkContext._jsc.sc().conf().getSizeAsBytes("spark.driver.maxResultSize", "1g")
+    return int(limit * HELD_SHARE_OF_RESULT_SIZE) if limit > 0 else None
 
 
 def delta_applier(config: MigratorConfig, spark: SparkSession) -> DeltaApplier:
@@ -80,7 +122,9 @@ def delta_applier(config: MigratorConfig, spark: SparkSession) -> DeltaApplier:
     replication = app_name(config)
     # After a restart the batches are numbered from 0 again: each generation of the table has its own app id.
     app_id = generation_id(replication, restarts_of(location, replication))
-    return DeltaApplier(location, layout, app_id, SparkExecutors(spark))
+    return DeltaApplier(
+        location, layout, app_id, SparkExecutors(spark), new_staging(location, app_id), driver_held_bytes(spark)
+    )
 
 
 def layout_of_table(table: DeltaTable, target: DeltaTarget) -> DeltaLayout:

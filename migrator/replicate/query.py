@@ -140,6 +140,8 @@ def replicate(
             batch_task = partition_share(task, rates, batch.rdd.getNumPartitions(), spark.sparkContext.defaultParallelism)
             if keeper is not None:
                 batch_task = replace(batch_task, stale_keys=keeper.stale_keys(batch_id, newest))
+            if delta is not None:
+                batch_task = delta.batch_task(batch_task, batch_id, batch.rdd.getNumPartitions())
             # Each partition applied where it was read: no shuffle. All the changes of one key
             # in a batch are in one shard, and a shard's range in one partition: siblings of a
             # split hold disjoint keys, and a child is read only in a batch after the one that

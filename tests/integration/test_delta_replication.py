@@ -186,6 +186,31 @@ def test_puts_updates_deletes_converge_one_merge_commit_per_batch_and_a_replayed
     assert set(k[0][1] for k in delta_items(run.path)) == {'{"S": "k1"}', '{"S": "k3"}', '{"S": "k5"}'}
 
 
+def test_a_batch_larger_than_the_drivers_result_limit_is_staged_beside_the_table_and_merged(spark, server, tmp_path):
+    """A backlog of items near DynamoDB's 400 KB limit over two shards makes one batch several times
+    spark.driver.maxResultSize (its least, 1 MiB, set on the running context: Spark reads it for each new
+    task set). Collected on the driver, the batch fails the same way at every replay and replication is
+    stuck; its rows are staged by the executors beside the table instead, and merged once."""
+    script = Script(server)
+    for shard in (A, B):
+        server.add_shard(shard)
+        for number in range(5):
+            script.put(shard, f"{shard[-1]}{number}", more={"blob": {"S": f"{number}" * 380_000}})
+    conf = spark.sparkContext._jsc.sc().conf()
+    saved = conf.getOption("spark.driver.maxResultSize")
+    conf.set("spark.driver.maxResultSize", "1m")
+    try:
+        run = DeltaReplication(spark, server, tmp_path)
+        summary = run.run_until(run.converged(script))
+    finally:
+        conf.set("spark.driver.maxResultSize", saved.get()) if saved.isDefined() else conf.remove("spark.driver.maxResultSize")
+
+    assert summary.puts == 10, summary
+    staged = list((run.path / "_migrator_staging" / APP_NAME).glob("*/batch-*/part-*.parquet"))
+    assert len(staged) >= 2, "the two shards' rows were not staged"  # one file per partition with rows
+    assert DeltaTable(str(run.path)).to_pyarrow_table().num_rows == 10
+
+
 def test_values_that_do_not_fit_their_column_are_counted_in_the_summary(spark, server, tmp_path):
     """Each merged row's `from` (a string) does not fit its `long` column: left null there, kept in
     `_item`, and counted, as the snapshot counts them."""

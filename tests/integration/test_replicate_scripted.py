@@ -48,11 +48,12 @@ class Script:
         self.state: dict[Key, dict[str, dict]] = {}
         self.version = 0
 
-    def put(self, shard: str, pk: str, sk: int = 0) -> str:
-        """INSERT (or MODIFY when the key exists) with the next version; returns the sequence number."""
+    def put(self, shard: str, pk: str, sk: int = 0, more: dict[str, dict] | None = None) -> str:
+        """INSERT (or MODIFY when the key exists) with the next version, and `more` attributes; returns the
+        sequence number."""
         self.version += 1
         key = (pk, sk)
-        new = {**_keys(key), "v": {"N": str(self.version)}, "from": {"S": f"{shard[-1]}:{self.version}"}}
+        new = {**_keys(key), "v": {"N": str(self.version)}, "from": {"S": f"{shard[-1]}:{self.version}"}, **(more or {})}
         old = self.state.get(key)
         event = "INSERT" if old is None else "MODIFY"
         seq = self.server.put(shard, event, _keys(key), new_image=new, old_image=old)
