@@ -30,8 +30,9 @@ def run(config: Path, spark, should_stop):
 
 def until_converged(client, source: str, target: str, actions=(), seconds: float = RUN_SECONDS, records: int = 0):
     """A should_stop: run each action once (one per call), then stop when the target equals the source
-    and the replication has read at least `records` stream records (a snapshot can copy every change
-    made while it ran, so equality alone can come before the replay has read any of them)."""
+    and the replication has counted at least `records` stream records: a snapshot can copy every change
+    made while it ran, and a batch's writes land before the batch is counted, so equality alone can come
+    before the summary holds the changes a test counts."""
     pending = list(actions)
     deadline = time.monotonic() + seconds
 
