@@ -3,6 +3,7 @@ interruptions of a spark-submit job, each ending with the target compared with t
 
     .venv/bin/python scripts/soak.py --rounds 5 --seed 42
     nice .venv/bin/python scripts/soak.py --minutes 15 --seed 7
+    .venv/bin/python scripts/soak.py --target delta --rounds 5 --seed 42
 
 Round i runs seed S + i, printed first; `--seed <that seed> --rounds 1` replays a round. Exits 0
 when every round converged (nothing lost, resurrected or altered), 1 otherwise. It starts its
@@ -26,7 +27,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # testsupport
 
 from testsupport.emulator import EmulatorProcess  # noqa: E402
-from testsupport.soak import RoundResult, plan_round, run_round, signals_sent  # noqa: E402
+from testsupport.soak import TARGETS, RoundResult, plan_round, run_round, signals_sent  # noqa: E402
 
 
 def main() -> int:
@@ -41,7 +42,7 @@ def main() -> int:
         for number in range(arguments.rounds or sys.maxsize):
             if deadline is not None and time.monotonic() >= deadline:
                 break
-            plan = plan_round(seed + number, short=arguments.short)
+            plan = plan_round(seed + number, short=arguments.short, target=arguments.target)
             print(f"round {number + 1}: {plan.describe()}", flush=True)
             result = run_round(plan, endpoint_url, Path(workdir) / f"round-{number + 1}", echo=echo)
             print(result.report(), flush=True)
@@ -60,6 +61,10 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--seed", type=int, help="the first round's seed (default: random, printed)")
     parser.add_argument("--minutes", type=float, help="start no round after this many minutes")
     parser.add_argument("--short", action="store_true", help="small rounds with one interruption, as the test suite's")
+    parser.add_argument(
+        "--target", choices=TARGETS, default="dynamodb",
+        help="copy into a DynamoDB table, or into a Delta table that loses its savepoint between runs",
+    )  # fmt: skip
     arguments = parser.parse_args()
     if not arguments.rounds and not arguments.minutes:
         parser.error("give --rounds, --minutes or both")

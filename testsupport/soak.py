@@ -20,6 +20,11 @@ is the machine's). ``run_round(plan, endpoint_url, workdir)`` runs it against th
    with the writer stopped and is then stopped by Ctrl+C;
 5. ``convergence.compare_tables`` classifies every key: lost, resurrected, altered.
 
+``plan_round(seed, target="delta")`` draws the same round into a Delta table (``target.type:
+delta`` at ``<workdir>/table``) and, between runs, loses the savepoint or also leaves the segment
+count to the job (``BETWEEN_RUNS``): the table itself must keep a rerun from copying a key again,
+so the verdict also counts keys held twice (``convergence.compare_with_delta``).
+
 docs/soak.md describes how to run it and what a long run found.
 """
 
@@ -27,14 +32,15 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import signal
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from testsupport.convergence import Verdict, compare_tables
+from testsupport.convergence import Verdict, compare_tables, compare_with_delta
 from testsupport.endpoint import aws_client, dynamodb_client, reaching, side, table_exists
 from testsupport.faultproxy import FAULTS, FaultProxy
 from testsupport.jobs import drain, start_job, write_config
@@ -46,6 +52,12 @@ from testsupport.sample_data import seed as write_items
 from testsupport.soak_data import TTL_ATTRIBUTE, KeySchema, SourceWriter, draw_key_schema, make_source_items
 
 MODES = ("snapshot", "streams", "kinesis", "export", "skip_snapshot")
+TARGETS = ("dynamodb", "delta")
+# What a Delta round does to its runs' state between two runs: nothing; the savepoint deleted (as the
+# refusal of a changed segment count tells the user); the savepoint deleted and scanSegments left out, so
+# the job chooses the count itself (another than the first run's). Either way the table's own record of
+# the copy must keep every key once.
+BETWEEN_RUNS = ("keep", "lose_savepoint", "segments_left_to_the_job")
 SIGNALS = ("SIGINT", "SIGTERM", "SIGKILL")
 # Moments a job can be interrupted at, in the order a run passes them.
 SNAPSHOT_MOMENTS = ("early", "mid_segment", "segment_done")
@@ -86,6 +98,8 @@ class RoundPlan:
     changes_between_runs: int
     kinesis_shards: int
     reshard: bool  # Kinesis: double or halve the shards while replicating
+    target: str = "dynamodb"  # or "delta"
+    between_runs: str = "keep"  # a Delta round's: BETWEEN_RUNS
 
     @property
     def replicates(self) -> bool:
@@ -94,6 +108,8 @@ class RoundPlan:
     def describe(self) -> str:
         key = f"{self.schema.hash_type}" + (f"+{self.schema.range_type}" if self.schema.range_type else "")
         mode = f"{self.mode}{'+stream' if self.chained else ''}"
+        if self.target == "delta":
+            mode += f" into delta ({self.between_runs.replace('_', ' ')} between runs)"
         stops = ", ".join(f"{i.signal}@{i.moment}" for i in self.interruptions) or "none"
         faults = f"{self.fault_rate:.2f} of {'/'.join(self.faults)}" + (
             f", {self.throttle[0]} throttled {self.throttle[1]:.0f} s" if self.throttle else ""
@@ -104,9 +120,21 @@ class RoundPlan:
         )
 
 
-def plan_round(seed: int, short: bool = False) -> RoundPlan:
+def plan_round(seed: int, short: bool = False, target: str = "dynamodb") -> RoundPlan:
     """Draw a round; `short` keeps it small (the test suite's rounds): one interruption, few items and
-    segments, reads paced loosely."""
+    segments, reads paced loosely. A Delta `target` gets the same round, with a write of a batch (which a
+    Delta target has not) for a moment taken as a committed batch, and what it does between runs."""
+    plan = _plan_round(seed, short)
+    if target == "dynamodb":
+        return plan
+    interruptions = tuple(
+        Interruption("committed", i.signal) if i.moment == "mid_batch" else i for i in plan.interruptions
+    )
+    between_runs = random.Random(f"delta-{seed}").choice(BETWEEN_RUNS)
+    return replace(plan, target=target, interruptions=interruptions, between_runs=between_runs)
+
+
+def _plan_round(seed: int, short: bool) -> RoundPlan:
     rng = random.Random(seed)
     mode = rng.choice(MODES)
     chained = mode == "export" and rng.random() < 0.7
@@ -209,6 +237,7 @@ class Round:
         suffix = f"{plan.seed}-{os.urandom(3).hex()}"
         self.source, self.target = f"soak-{suffix}", f"soak-{suffix}-copy"
         self.checkpoint, self.savepoints = workdir / "checkpoint", workdir / "savepoints"
+        self.delta_path = workdir / "table"  # a Delta round's target
         self.result = RoundResult(plan)
         self.started = time.monotonic()
         self.writer: SourceWriter | None = None
@@ -243,7 +272,7 @@ class Round:
     def write_config(self, proxy_url: str) -> Path:
         plan = self.plan
         pacing = {"scanSegments": plan.segments, "maxMapTasks": 1, "readThroughput": plan.read_throughput}
-        target = side(proxy_url, self.target)
+        target = side(proxy_url, self.target) if plan.target == "dynamodb" else {"type": "delta", "path": str(self.delta_path)}
         if plan.mode in ("streams", "skip_snapshot") or plan.chained:
             target["streamChanges"] = True
         if plan.mode == "kinesis":
@@ -259,7 +288,18 @@ class Round:
         document = {"source": source, "target": target, "savepoints": {"path": str(self.savepoints)}}
         if plan.replicates:
             document["checkpointLocation"] = str(self.checkpoint)
+        self.document = document
         return write_config(self.workdir, document)
+
+    def between_runs(self, config: Path) -> None:
+        """A Delta round's loss of state between runs (`BETWEEN_RUNS`); the config is rewritten in place."""
+        if self.plan.between_runs == "keep":
+            return
+        shutil.rmtree(self.savepoints, ignore_errors=True)
+        if self.plan.between_runs == "segments_left_to_the_job":
+            self.document["source"].pop("scanSegments", None)
+            write_config(config.parent, self.document, config.name)
+        self.log(self.plan.between_runs.replace("_", " "))
 
     def export_source(self, proxy_url: str) -> dict:
         s3 = aws_client("s3", self.endpoint_url)
@@ -294,9 +334,15 @@ class Round:
                 self.kill_leftovers()
                 self.stop_writer()
                 self.result.faults = {k: v for k, v in proxy.counts.items() if k != "forwarded" and v}
-        self.result.verdict = compare_tables(self.dynamodb, self.source, self.target, plan.schema.names, TTL_ATTRIBUTE)
+        self.result.verdict = self.compare()
         self.result.seconds = time.monotonic() - self.started
         return self.result
+
+    def compare(self) -> Verdict:
+        names = self.plan.schema.names
+        if self.plan.target == "delta":
+            return compare_with_delta(self.dynamodb, self.source, self.delta_path, names, TTL_ATTRIBUTE)
+        return compare_tables(self.dynamodb, self.source, self.target, names, TTL_ATTRIBUTE)
 
     def start(self, config: Path) -> Job:
         self.result.runs += 1
@@ -331,6 +377,7 @@ class Round:
         if self.writer is not None:
             self.writer.write(self.plan.changes_between_runs)
             self.log(f"{self.plan.changes_between_runs} changes between runs")
+        self.between_runs(config)
 
     def last_run(self, config: Path) -> None:
         job = self.start(config)
@@ -358,11 +405,7 @@ class Round:
             self.reshard()
         self.stop_writer()
         self.log(f"writer stopped after {self.writer.counts.total} changes")
-        names, ttl = self.plan.schema.names, TTL_ATTRIBUTE
-        converged = self.wait(
-            job, lambda: compare_tables(self.dynamodb, self.source, self.target, names, ttl).converged,
-            seconds=CONVERGE_SECONDS, poll_seconds=1.0,
-        )  # fmt: skip
+        converged = self.wait(job, lambda: self.compare().converged, seconds=CONVERGE_SECONDS, poll_seconds=1.0)
         self.log("target equals source" if converged else f"not converged in {CONVERGE_SECONDS} s")
 
     def stop_writer(self) -> None:
@@ -387,7 +430,7 @@ class Round:
         before a snapshot moment: "replicating"; the job ended: "ended")."""
         later_phase = lambda: job.printed(STREAM_READY)  # noqa: E731 - a condition beside the others
         conditions: dict[str, Callable[[], bool]] = {
-            "early": lambda: table_exists(self.dynamodb, self.target),
+            "early": self.target_exists,
             "segment_done": self.segment_done_condition(),
             "replicating": later_phase,
         }
@@ -403,6 +446,11 @@ class Round:
         if not self.wait(job, lambda: reached() or fallback()):
             return "ended" if not job.running() else "timeout"
         return moment if reached() else "replicating"
+
+    def target_exists(self) -> bool:
+        if self.plan.target == "delta":
+            return (self.delta_path / "_delta_log").is_dir()
+        return table_exists(self.dynamodb, self.target)
 
     def segment_done_condition(self) -> Callable[[], bool]:
         before = len(copied_segments(self.savepoints))
