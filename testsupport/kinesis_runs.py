@@ -11,6 +11,7 @@ from migrator.config import load_config
 from migrator.run import migrate
 from testsupport.all_types import by_key
 from testsupport.endpoint import TEST_REGION, put_items, scan_all
+from testsupport.replication import list_commits
 from testsupport.sample_data import make_item, make_items
 
 
@@ -28,11 +29,14 @@ def run(config: Path, spark, should_stop):
     return migrate(load_config(str(config)), lambda: spark, should_stop)
 
 
-def until_converged(client, source: str, target: str, actions=(), seconds: float = RUN_SECONDS, records: int = 0):
-    """A should_stop: run each action once (one per call), then stop when the target equals the source
-    and the replication has counted at least `records` stream records: a snapshot can copy every change
-    made while it ran, and a batch's writes land before the batch is counted, so equality alone can come
-    before the summary holds the changes a test counts."""
+def until_converged(
+    client, source: str, target: str, actions=(), seconds: float = RUN_SECONDS, records: int = 0, checkpoint: Path | None = None
+):
+    """A should_stop: run each action once (one per call), then stop when the target equals the source,
+    the replication has counted at least `records` stream records and, given the checkpoint, Spark has
+    committed a batch there. A snapshot can copy every change made while it ran, and a batch's writes
+    land before the batch is counted and before it is committed, so equality alone can come before the
+    summary holds the changes a test counts, or before the checkpoint says when the job was alive."""
     pending = list(actions)
     deadline = time.monotonic() + seconds
 
@@ -42,6 +46,8 @@ def until_converged(client, source: str, target: str, actions=(), seconds: float
             return False
         assert time.monotonic() < deadline, f"not converged in {seconds} s: {summary}"
         if summary.records < records:
+            return False
+        if checkpoint is not None and not list_commits(checkpoint):
             return False
         return by_key(scan_all(client, source)) == by_key(scan_all(client, target))
 

@@ -300,8 +300,8 @@ def test_a_checkpoint_is_judged_by_the_kinesis_streams_own_retention(
     arn = create_stream(kinesis)
     kinesis.increase_stream_retention_period(StreamARN=arn, RetentionPeriodHours=48)
     config = kinesis_config(tmp_path, endpoint_url, source, target, arn)
-    run(config, spark, until_converged(dynamodb, source, target, [write_changes(dynamodb, source, 100)]))
     checkpoint = tmp_path / "checkpoint"
+    run(config, spark, until_converged(dynamodb, source, target, [write_changes(dynamodb, source, 100)], checkpoint=checkpoint))
 
     age_checkpoint(checkpoint, hours=30)  # past DynamoDB Streams' 18 h, within 48 h less 6
     write_changes(dynamodb, source, 200)()

@@ -44,8 +44,9 @@ def stopped_then_restarted(dynamodb, kinesis, endpoint_url, target_endpoint, tab
         "target": side(target_endpoint, target, streamChanges={"type": "kinesis", "streamArn": create_stream(kinesis)}),
         "checkpointLocation": str(tmp_path / "checkpoint"),
     }
-    # Changes while replicating: a batch is applied, so the checkpoint says when the job was last alive.
-    run(write_config(tmp_path, document), spark, until_converged(dynamodb, source, target, [write_changes(dynamodb, source, 100)]))
+    # Changes while replicating: a batch is committed, so the checkpoint says when the job was last alive.
+    converged = until_converged(dynamodb, source, target, [write_changes(dynamodb, source, 100)], checkpoint=tmp_path / "checkpoint")
+    run(write_config(tmp_path, document), spark, converged)
 
     for item in make_items(GONE):
         dynamodb.delete_item(TableName=source, Key={"pk": item["pk"], "sk": item["sk"]})
