@@ -238,7 +238,7 @@ class StreamGap(SourceError):
         self.reason = reason
         super().__init__(
             f"{reason}. {outcome}. Ways out: take a new export of the table while its stream is "
-            "enabled (the stream must be older than the export) and import it within 24 hours; or copy the "
+            "enabled (the stream must be older than the export) and import it within 18 hours of the export; or copy the "
             "live table instead of importing an export (source type: dynamodb with target.streamChanges: "
             "true); or set source.acceptStreamGap: true to import the export and replicate what the stream "
             "holds, losing the changes made in that gap"

@@ -215,6 +215,7 @@ def test_messages_are_built_from_facts():
     gap = str(StreamGap("table 'live' has no stream"))
     assert gap.startswith("table 'live' has no stream. Nothing was written. Ways out: take a new export")
     assert "source type: dynamodb with target.streamChanges: true" in gap and "source.acceptStreamGap: true" in gap
+    assert "import it within 18 hours of the export" in gap  # the age chaining allows (replicate.chaining)
 
 
 def test_exit_codes_separate_user_fixes_from_transient_failures():
