@@ -13,6 +13,8 @@ The emulator and its moto extensions:
     moto_stream_reenable       a table's stream disabled, then enabled again as a new stream
     moto_stream_binary_keys    a stream record's Keys hold a binary key as the item does
     moto_scan_binary_segments  a parallel Scan of a table whose hash key is binary
+    moto_scan_pages            a Scan page read from the start key, not by walking the whole table
+    moto_dynamodb_plain_json   item-carrying DynamoDB answers written as plain JSON, as moto 5.1 did
     moto_table_lock            one lock around moto's DynamoDB item operations
 
 Servers a test runs on loopback:

@@ -47,7 +47,8 @@ EXTENSIONS: tuple[str, ...] = tuple(
     f"testsupport.{name}"
     for name in (
         "moto_kinesis_destination", "moto_kinesis_resharding", "moto_kinesis_retention", "moto_stream_reenable",
-        "moto_stream_binary_keys", "moto_scan_binary_segments", "moto_dynamodb_plain_json", "moto_table_lock",
+        "moto_stream_binary_keys", "moto_scan_binary_segments", "moto_scan_pages", "moto_dynamodb_plain_json",
+        "moto_table_lock",
     )
 )
 

@@ -184,6 +184,53 @@ def test_moto_dynamodb_plain_json(monkeypatch):
     relies_on("moto_dynamodb_plain_json", written == rewritten, "writes BatchWriteItem and PutItem answers as their plain JSON")
 
 
+def test_moto_scan_pages(monkeypatch):
+    """Paging through tables keyed S+N, N and B, whole and in segments, with limits and a filter: the same pages both ways."""
+    from migrator.items import to_dynamodb_json
+    from testsupport.all_types import ATTRIBUTES, KEY_SCHEMA, all_types_items
+    from testsupport.moto_scan_binary_segments import is_within_segment
+    from testsupport.moto_scan_pages import _from_the_start_key, _page_candidates_first
+
+    relies_on("moto_scan_pages", {"exclusive_start_key", "index_name", "segments"} <= set(parameters(Table.scan)),
+              "takes exclusive_start_key, index_name and segments in Table.scan")  # fmt: skip
+    relies_on("moto_scan_pages", "self.all_items()" in inspect.getsource(Table.scan), "reads a Scan's items through Table.all_items()")
+    monkeypatch.setattr(Item, "is_within_segment", is_within_segment)  # binary hash keys, as in the emulator
+    numbers = ["-12.5", "0", "7", "10", "1E+3", "99999999999999999999999999999999999999", "-1E-130", "3.14"]
+    tables = {
+        "S+N": (KEY_SCHEMA, ATTRIBUTES, [to_dynamodb_json(item) for item in all_types_items()]),
+        "N": ([{"AttributeName": "id", "KeyType": "HASH"}], [{"AttributeName": "id", "AttributeType": "N"}],
+              [{"id": {"N": n}, "v": {"N": str(i)}} for i, n in enumerate(numbers + [str(i * 37 - 500) for i in range(22)])]),
+        "B": ([{"AttributeName": "id", "KeyType": "HASH"}], [{"AttributeName": "id", "AttributeType": "B"}],
+              [{"id": {"B": base64.b64encode(bytes([i, 255 - i, i % 7])).decode()}, "v": {"N": str(i)}} for i in range(40)]),
+    }  # fmt: skip
+    scans = [{}, {"Limit": 2}, {"Segment": 1, "TotalSegments": 3, "Limit": 4}, {"Segment": 0, "TotalSegments": 2},
+             {"Limit": 5, "FilterExpression": "attribute_exists(v)"}]  # fmt: skip
+    names = {}
+    for kind, (schema, attributes, items) in tables.items():
+        names[kind] = f"internals-scan-{kind}-{id(object())}"
+        _dynamodb_call("CreateTable", {"TableName": names[kind], "KeySchema": schema, "AttributeDefinitions": attributes,
+                                       "BillingMode": "PAY_PER_REQUEST"})  # fmt: skip
+        for item in items:
+            _dynamodb_call("PutItem", {"TableName": names[kind], "Item": item})
+    by_moto = {(kind, i): _scan_pages(name, scan) for kind, name in names.items() for i, scan in enumerate(scans)}
+    monkeypatch.setattr(Table, "all_items", _page_candidates_first(Table.all_items))
+    monkeypatch.setattr(Table, "scan", _from_the_start_key(Table.scan))
+    for (kind, i), pages in by_moto.items():
+        relies_on("moto_scan_pages", _scan_pages(names[kind], scans[i]) == pages,
+                  f"pages through a table keyed {kind} as the extension does, with {scans[i]}")  # fmt: skip
+    assert len(by_moto["S+N", 1]) > 2 and len(by_moto["N", 1]) > 5 and len(by_moto["B", 2]) > 1, "the scans above read one page each: nothing compared"
+
+
+def _scan_pages(table: str, scan: dict) -> list[dict]:
+    pages, request = [], {"TableName": table, **scan}
+    while True:
+        page = _dynamodb_call("Scan", request)
+        pages.append(page)
+        if "LastEvaluatedKey" not in page:
+            return pages
+        request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
 def test_moto_table_lock():
     for operation in ("put_item", "update_item", "delete_item", "get_item", "scan", "query"):
         relies_on("moto_table_lock", callable(getattr(DynamoDBBackend, operation, None)), f"serves items through DynamoDBBackend.{operation}")
